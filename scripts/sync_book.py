@@ -1,0 +1,119 @@
+"""Keep the book's notebooks in step with their Markdown sources.
+
+The MyST Markdown chapter (``book/*.md``) is the source of truth. This script
+  1. writes the repository URL from ``_config.yml`` into every chapter's install cell,
+  2. regenerates the paired ``.ipynb`` (for Colab and nbval) from the ``.md``,
+  3. executes it, so the committed notebook carries outputs that nbval can compare.
+
+Usage (from the repository root):
+    python -m scripts.sync_book            # all chapters listed in _toc.yml
+    python -m scripts.sync_book book/ch01_rnn.md --no-execute   # inputs only, keep outputs
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+INSTALL_MARKER = "TF_TUTORIAL_SOURCE"
+_URL_IN_INSTALL = re.compile(r'(os\.environ\.get\("TF_TUTORIAL_SOURCE", ")([^"]*)("\))')
+
+
+def repo_url() -> str:
+    """The one repository setting: ``repository.url`` in ``_config.yml``."""
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    return config["repository"]["url"].rstrip("/")
+
+
+def install_source(url: str | None = None) -> str:
+    """What pip installs in Colab: the package straight from the repository."""
+    return f"git+{url or repo_url()}"
+
+
+def toc_files() -> list[Path]:
+    """Every document named in ``_toc.yml`` (root first), as paths without suffix."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf-8"))
+    names = [toc["root"]]
+
+    def walk(node):
+        if isinstance(node, dict):
+            if "file" in node:
+                names.append(node["file"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+
+    walk(toc.get("parts", []))
+    walk(toc.get("chapters", []))
+    return [ROOT / name for name in names]
+
+
+def is_notebook(md: Path) -> bool:
+    """A chapter is a notebook when its Markdown carries a jupytext header."""
+    head = md.read_text(encoding="utf-8")[:400]
+    return head.startswith("---") and "jupytext:" in head
+
+
+def chapter_notebooks() -> list[Path]:
+    """The ``.md`` sources of every notebook chapter in the table of contents."""
+    return [p.with_suffix(".md") for p in toc_files()
+            if p.with_suffix(".md").exists() and is_notebook(p.with_suffix(".md"))]
+
+
+def set_install_url(md: Path, url: str) -> bool:
+    """Write ``git+url`` into the install cell of ``md``; return True if the file changed."""
+    text = md.read_text(encoding="utf-8")
+    if INSTALL_MARKER not in text:
+        raise ValueError(f"{md}: no install cell (expected a first code cell that reads "
+                         f"{INSTALL_MARKER}); copy it from book/ch01_rnn.md")
+    new = _URL_IN_INSTALL.sub(lambda m: m.group(1) + install_source(url) + m.group(3), text)
+    if new != text:
+        md.write_text(new, encoding="utf-8")
+    return new != text
+
+
+def build_notebook(md: Path, execute: bool = True) -> Path:
+    """Regenerate ``md``'s paired ``.ipynb``; execute it (outputs) or keep the old outputs."""
+    nb = jupytext.read(md)
+    ipynb = md.with_suffix(".ipynb")
+    if execute:
+        from nbclient import NotebookClient
+
+        NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+                       resources={"metadata": {"path": str(md.parent)}}).execute()
+    elif ipynb.exists():
+        old = nbformat.read(ipynb, as_version=4)
+        by_source = {c.source: c for c in old.cells if c.cell_type == "code"}
+        for cell in nb.cells:
+            if cell.cell_type == "code" and cell.source in by_source:
+                cell.outputs = by_source[cell.source].outputs
+                cell.execution_count = by_source[cell.source].execution_count
+    for i, cell in enumerate(nb.cells):  # stable ids: no churn in git when nothing changed
+        cell["id"] = f"cell-{i:02d}"
+    nbformat.write(nb, ipynb, version=4)
+    return ipynb
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapters", nargs="*", type=Path, help="book/*.md (default: all in _toc.yml)")
+    parser.add_argument("--no-execute", action="store_true", help="keep existing outputs")
+    args = parser.parse_args(argv)
+    url = repo_url()
+    for md in [p.resolve() for p in args.chapters] or chapter_notebooks():
+        set_install_url(md, url)
+        out = build_notebook(md, execute=not args.no_execute)
+        print(f"{md.relative_to(ROOT)} -> {out.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

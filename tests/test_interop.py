@@ -1,0 +1,29 @@
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.interop import from_torch
+
+
+def test_keeps_training_mode_and_dtype():
+    ref = nn.RNN(3, 4, batch_first=True).double().eval()
+    ours = from_torch(ref)
+    assert not ours.training
+    assert all(p.dtype == torch.float64 for p in ours.parameters())
+
+
+@pytest.mark.parametrize("kwargs, pattern", [
+    (dict(num_layers=2), "expected num_layers=1, but got 2"),
+    (dict(nonlinearity="relu"), "expected nonlinearity='tanh', but got 'relu'"),
+    (dict(bidirectional=True), "expected bidirectional=False, but got True"),
+    (dict(batch_first=False), "expected batch_first=True, but got False"),
+])
+def test_rnn_options_we_do_not_model_are_refused(kwargs, pattern):
+    options = dict(batch_first=True) | kwargs
+    with pytest.raises(ValueError, match=pattern):
+        from_torch(nn.RNN(3, 4, **options))
+
+
+def test_unsupported_module_names_what_is_supported():
+    with pytest.raises(TypeError, match=r"supports nn\.RNN.*but got GRU"):
+        from_torch(nn.GRU(3, 4))

@@ -1,0 +1,59 @@
+import warnings
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from tf_tutorial import plotting  # noqa: E402
+
+TEXT = "我爱中国：狗咬人，人咬狗"
+
+
+def draw_and_collect_warnings(family):
+    with matplotlib.rc_context({"font.family": "sans-serif", "font.sans-serif": [family]}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig, ax = plt.subplots()
+            ax.set_title(TEXT)
+            ax.set_xlabel("序列长度 $L$（词）")
+            ax.text(0.5, 0.5, "注意力 −1.5")
+            fig.canvas.draw()
+            plt.close(fig)
+    return [str(w.message) for w in caught if "Glyph" in str(w.message)
+            or "does not have a glyph" in str(w.message)]
+
+
+def test_default_font_really_misses_the_glyphs():
+    # the negative control: without our font the check below would catch the boxes
+    assert draw_and_collect_warnings("DejaVu Sans"), "DejaVu Sans unexpectedly has CJK glyphs"
+
+
+def test_book_font_draws_chinese_without_missing_glyphs():
+    family = plotting.cjk_font()
+    assert draw_and_collect_warnings(family) == []
+
+
+def test_book_font_comes_from_the_requirements_and_is_open():
+    assert plotting._packaged_font() is not None, "paperang-p2-fonts-cjk is not installed"
+    assert plotting.cjk_font() == "WenQuanYi Micro Hei"
+    assert "SimHei" not in plotting._SYSTEM_FAMILIES
+
+
+def test_use_book_style_sets_the_font_first():
+    with matplotlib.rc_context():
+        family = plotting.use_book_style()
+        assert matplotlib.rcParams["font.sans-serif"][0] == family
+        assert matplotlib.rcParams["figure.constrained_layout.use"]
+
+
+def test_missing_font_is_a_clear_error(monkeypatch):
+    plotting.cjk_font.cache_clear()
+    monkeypatch.setattr(plotting, "_packaged_font", lambda: None)
+    monkeypatch.setattr(plotting, "_SYSTEM_FAMILIES", ("No Such Font CJK",))
+    try:
+        with pytest.raises(RuntimeError, match="no open-licence CJK font found.*paperang-p2-fonts-cjk"):
+            plotting.cjk_font()
+    finally:
+        plotting.cjk_font.cache_clear()

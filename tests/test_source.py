@@ -1,0 +1,41 @@
+import inspect
+
+import pytest
+from IPython.display import Code
+
+import tf_tutorial
+from tf_tutorial import show
+from tf_tutorial.rnn import ElmanRNN, jacobian_norms
+from tf_tutorial.source import source_of
+
+
+def test_show_returns_the_real_source_as_highlighted_code():
+    shown = show(ElmanRNN)
+    assert isinstance(shown, Code)
+    assert shown.data == inspect.getsource(ElmanRNN)
+    html = shown._repr_html_()
+    assert "ElmanRNN" in html and "<span" in html  # pygments highlighting, not plain text
+
+
+def test_show_dedents_methods_and_accepts_functions_and_modules():
+    method = source_of(ElmanRNN.forward)
+    assert method.startswith("def forward(self")
+    assert source_of(jacobian_norms).startswith("def jacobian_norms(")
+    assert "def show(" in source_of(tf_tutorial.source)
+
+
+def test_show_of_builtin_names_it_and_says_why():
+    with pytest.raises(TypeError, match=r"got builtin_function_or_method 'len', which is implemented in C"):
+        show(len)
+
+
+def test_show_of_a_value():
+    with pytest.raises(TypeError, match=r"expected a class, function.*but got an object of type int: 3"):
+        show(3)
+
+
+def test_show_of_code_without_a_source_file():
+    namespace = {}
+    exec("def made_up():\n    return 1\n", namespace)
+    with pytest.raises(ValueError, match=r"could not find the source of 'made_up'"):
+        show(namespace["made_up"])

@@ -1,0 +1,45 @@
+"""Small, honest timing helpers: warm up, repeat, take the median, say which machine."""
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+from typing import Callable
+
+import torch
+
+
+def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
+    """Median wall-clock seconds of ``fn()`` over ``repeat`` runs, after ``warmup`` runs.
+
+    CUDA work is synchronised before each clock read, so GPU timings are not just launch times.
+    """
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"expected repeat >= 1 and warmup >= 0, but got repeat={repeat}, "
+                         f"warmup={warmup}")
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        sync()
+        start = time.perf_counter()
+        fn()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def machine_label() -> str:
+    """One line naming the hardware a measurement ran on, for figure captions and tables."""
+    if torch.cuda.is_available():
+        return f"GPU {torch.cuda.get_device_name(0)}，torch {torch.__version__}"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"CPU {cpu}，{os.cpu_count()} 核，torch {torch.__version__}，"
+            f"{torch.get_num_threads()} 线程")

@@ -1,0 +1,57 @@
+"""Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the same weights.
+
+The book uses it to prove, to float tolerance, that our readable code computes what PyTorch
+computes. Each supported ``torch.nn`` class registers one converter below.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from torch import nn
+
+_CONVERTERS: dict[type, Callable[[nn.Module], nn.Module]] = {}
+
+
+def _converter(torch_type: type):
+    def register(fn):
+        _CONVERTERS[torch_type] = fn
+        return fn
+    return register
+
+
+def from_torch(module: nn.Module) -> nn.Module:
+    """Return this package's equivalent of ``module`` with copied weights, dtype and device.
+
+    Raises:
+        TypeError: no converter for ``type(module)``.
+        ValueError: the module uses an option that our version does not model.
+    """
+    for torch_type, convert in _CONVERTERS.items():
+        if type(module) is torch_type:
+            ours = convert(module)
+            p = next(module.parameters(), None)
+            if p is not None:
+                ours = ours.to(device=p.device, dtype=p.dtype)
+            return ours.train(module.training)
+    names = ", ".join(sorted(f"nn.{t.__name__}" for t in _CONVERTERS))
+    raise TypeError(f"from_torch() supports {names}, but got {type(module).__name__}")
+
+
+@_converter(nn.RNN)
+def _rnn(m: nn.RNN) -> nn.Module:
+    from tf_tutorial.rnn import ElmanRNN
+
+    problems = {"num_layers": (m.num_layers, 1), "nonlinearity": (m.nonlinearity, "tanh"),
+                "bidirectional": (m.bidirectional, False), "batch_first": (m.batch_first, True)}
+    for arg, (got, want) in problems.items():
+        if got != want:
+            raise ValueError(f"from_torch(nn.RNN): expected {arg}={want!r}, but got {got!r}")
+    ours = ElmanRNN(m.input_size, m.hidden_size, bias=m.bias)
+    with torch.no_grad():
+        ours.weight_ih.copy_(m.weight_ih_l0)
+        ours.weight_hh.copy_(m.weight_hh_l0)
+        if m.bias:
+            ours.bias_ih.copy_(m.bias_ih_l0)
+            ours.bias_hh.copy_(m.bias_hh_l0)
+    return ours

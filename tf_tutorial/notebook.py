@@ -1,0 +1,34 @@
+"""Helpers for the chapters themselves, working alike in the HTML build, Jupyter and Colab."""
+from __future__ import annotations
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def glue(name: str, value, display: bool = False) -> None:
+    """Store ``value`` under ``name`` so the prose can quote it with {glue:text}`name`.
+
+    In the book build this is ``myst_nb.glue``; where myst-nb is absent (Colab) it does nothing,
+    and the cell's own printed output shows the value instead.
+    """
+    try:
+        from myst_nb import glue as _glue
+    except ImportError:
+        return
+    _glue(name, value, display=display)
+
+
+def sci(value: float, digits: int = 1) -> str:
+    """Format a number for prose in scientific notation: ``sci(2.9e8) == '2.9×10⁸'``."""
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+def check(claim: bool, message: str) -> None:
+    """Fail loudly when a chapter's claim no longer holds, so nbval and the book build fail too.
+
+    Used where prose states a measured fact ("every value lies below the bound"): if a change
+    to the code breaks the fact, the chapter stops building instead of printing a false sentence.
+    """
+    if not claim:
+        raise AssertionError(f"the chapter claims: {message}; the numbers just computed disagree")

@@ -1,0 +1,113 @@
+"""第 1 章的长距离依赖实验：隔着 L 个干扰词，回忆序列开头的那个词。
+
+A sequence is ``[key, d_1, ..., d_L, ?]``: one of K key tokens, L distractor tokens drawn from
+a separate set, then a query token. The answer is the key. An RNN must carry the key through L
+recurrent steps; an attention layer reaches back to it in one step, whatever L is.
+
+Shape legend: B batch, L number of distractors (sequence length L + 2), D model width,
+K number of keys (classes), V vocabulary size.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass(frozen=True)
+class RecallTask:
+    """Vocabulary layout: keys are ids 0..K-1, distractors K..K+M-1, the query token K+M."""
+
+    n_keys: int = 8
+    n_distractors: int = 16
+
+    def __post_init__(self):
+        if self.n_keys < 2 or self.n_distractors < 1:
+            raise ValueError(f"expected n_keys >= 2 and n_distractors >= 1, but got "
+                             f"n_keys={self.n_keys}, n_distractors={self.n_distractors}")
+
+    @property
+    def vocab_size(self) -> int:
+        return self.n_keys + self.n_distractors + 1
+
+    def batch(self, batch_size: int, n_between: int, generator: torch.Generator | None = None):
+        """Return ``(tokens (B, L+2), keys (B,))`` with L = ``n_between`` distractors."""
+        if n_between < 0 or batch_size < 1:
+            raise ValueError(f"expected batch_size >= 1 and n_between >= 0, but got "
+                             f"batch_size={batch_size}, n_between={n_between}")
+        keys = torch.randint(self.n_keys, (batch_size,), generator=generator)          # (B,)
+        noise = torch.randint(self.n_keys, self.n_keys + self.n_distractors,
+                              (batch_size, n_between), generator=generator)              # (B, L)
+        query = torch.full((batch_size, 1), self.vocab_size - 1)                         # (B, 1)
+        return torch.cat([keys[:, None], noise, query], dim=1), keys                     # (B, L+2)
+
+    def to_text(self, tokens: torch.Tensor) -> str:
+        """Spell one sequence: keys as A, B, ...; distractors as a, b, ...; the query as ?."""
+        def spell(i: int) -> str:
+            if i < self.n_keys:
+                return chr(ord("A") + i) if i < 26 else f"K{i}"
+            if i < self.n_keys + self.n_distractors:
+                j = i - self.n_keys
+                return chr(ord("a") + j) if j < 26 else f"d{j}"
+            return "?"
+        return " ".join(spell(int(i)) for i in tokens)
+
+
+class RNNRecaller(nn.Module):
+    """Embedding → one tanh RNN layer → linear read-out of the last hidden state."""
+
+    def __init__(self, vocab_size: int, n_keys: int, d: int = 32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d)
+        # nn.RNN computes exactly what tf_tutorial.rnn.ElmanRNN computes (tested), only faster.
+        self.rnn = nn.RNN(d, d, batch_first=True)
+        self.out = nn.Linear(d, n_keys)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        _, h_last = self.rnn(self.embed(tokens))                                         # (1, B, D)
+        return self.out(h_last[0])                                                       # (B, K)
+
+
+class AttentionRecaller(nn.Module):
+    """Embedding → one single-head self-attention layer → read-out at the query position."""
+
+    def __init__(self, vocab_size: int, n_keys: int, d: int = 32):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, d)
+        self.attn = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
+        self.out = nn.Linear(d, n_keys)
+        self.last_weights: torch.Tensor | None = None
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens)                                                           # (B, L+2, D)
+        q = x[:, -1:]                                                                    # (B, 1, D)
+        ctx, weights = self.attn(q, x, x, need_weights=True)                             # (B, 1, D)
+        self.last_weights = weights[:, 0].detach()                                       # (B, L+2)
+        return self.out(ctx[:, 0])                                                       # (B, K)
+
+
+def train_recall(model: nn.Module, task: RecallTask, n_between: int, steps: int = 400,
+                 batch_size: int = 64, lr: float = 5e-3, seed: int = 0) -> float:
+    """Train ``model`` with Adam on fresh batches, then return its accuracy on 1000 new ones."""
+    g = torch.Generator().manual_seed(seed)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    loss_fn = nn.CrossEntropyLoss()
+    model.train()
+    for _ in range(steps):
+        tokens, keys = task.batch(batch_size, n_between, generator=g)
+        loss = loss_fn(model(tokens), keys)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+    return recall_accuracy(model, task, n_between, seed=seed + 1)
+
+
+@torch.no_grad()
+def recall_accuracy(model: nn.Module, task: RecallTask, n_between: int, n: int = 1000,
+                    seed: int = 1) -> float:
+    """Fraction of ``n`` fresh sequences whose key the model names correctly."""
+    model.eval()
+    tokens, keys = task.batch(n, n_between, generator=torch.Generator().manual_seed(seed))
+    return (model(tokens).argmax(-1) == keys).float().mean().item()

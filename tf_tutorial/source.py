@@ -1,0 +1,49 @@
+"""Show the real, tested source of an object in a notebook (the book never pastes a copy)."""
+from __future__ import annotations
+
+import inspect
+import textwrap
+
+_SHOWABLE = "a class, function, method or module written in Python"
+
+
+def source_of(obj) -> str:
+    """Return the dedented Python source of ``obj``.
+
+    Raises:
+        TypeError: ``obj`` is not a class, function, method or module (e.g. ``3``), or it is
+            implemented in C (e.g. ``len``), so it has no Python source.
+        ValueError: ``obj`` is of the right kind but its source file cannot be read (it was
+            defined in an interactive session or in ``exec``).
+    """
+    target = inspect.unwrap(obj) if callable(obj) else obj
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or repr(obj)
+    kind_ok = (inspect.isclass(target) or inspect.isfunction(target)
+               or inspect.ismethod(target) or inspect.ismodule(target))
+    if not kind_ok:
+        what = type(obj).__name__
+        if inspect.isbuiltin(target) or inspect.ismethoddescriptor(target):
+            raise TypeError(f"show() expected {_SHOWABLE}, but got {what} {name!r}, "
+                            "which is implemented in C and has no Python source")
+        raise TypeError(f"show() expected {_SHOWABLE}, but got an object of type {what}: "
+                        f"{obj!r:.80}")
+    try:
+        text = inspect.getsource(target)
+    except (OSError, TypeError) as err:
+        raise ValueError(f"show() could not find the source of {name!r}: {err}. Objects defined "
+                         "in an interactive session, in exec() or in C have no source file") from err
+    return textwrap.dedent(text)
+
+
+def show(obj):
+    """Display the source of ``obj`` as highlighted Python, in Jupyter, Colab and the HTML book.
+
+    Args:
+        obj: a class, function, method or module of this package (or any Python code).
+
+    Returns:
+        ``IPython.display.Code``: shown as highlighted code when it is the last value of a cell.
+    """
+    from IPython.display import Code
+
+    return Code(source_of(obj), language="python")
