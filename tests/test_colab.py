@@ -28,8 +28,21 @@ def run(cmd, cwd, **kwargs):
     return result
 
 
+def registry_reachable(tmp_path) -> bool:
+    """Colab installs from the package registry; so does this test. Can pip reach it?"""
+    probe = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+                            "--disable-pip-version-check", "-d", str(tmp_path), "six"],
+                           capture_output=True, text=True, timeout=120)
+    return probe.returncode == 0
+
+
 @pytest.mark.slow
 def test_chapter_installs_what_it_needs_and_runs_in_a_fresh_environment(tmp_path):
+    if not registry_reachable(tmp_path / "probe"):
+        reason = "the package registry is not reachable, and the Colab path installs from it"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     workdir = tmp_path / "content"  # Colab runs notebooks from /content, away from the repo
     workdir.mkdir()
     venv = tmp_path / "colab"

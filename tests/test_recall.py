@@ -46,6 +46,14 @@ def test_attention_learns_long_range_recall_and_rnn_does_not():
     torch.testing.assert_close(w.sum(-1), torch.ones(1000))
 
 
+def test_lstm_option_and_bad_cell():
+    lstm = RNNRecaller(TASK.vocab_size, TASK.n_keys, cell="lstm")
+    assert isinstance(lstm.rnn, torch.nn.LSTM)
+    assert lstm(TASK.batch(3, 5)[0]).shape == (3, TASK.n_keys)
+    with pytest.raises(ValueError, match="cell must be one of \\['lstm', 'rnn'\\], but got 'gru'"):
+        RNNRecaller(TASK.vocab_size, TASK.n_keys, cell="gru")
+
+
 def test_rnn_learns_short_range_recall():
     torch.manual_seed(0)
     rnn = RNNRecaller(TASK.vocab_size, TASK.n_keys)

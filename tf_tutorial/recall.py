@@ -55,17 +55,25 @@ class RecallTask:
 
 
 class RNNRecaller(nn.Module):
-    """Embedding → one tanh RNN layer → linear read-out of the last hidden state."""
+    """Embedding → one recurrent layer → linear read-out of the last hidden state.
 
-    def __init__(self, vocab_size: int, n_keys: int, d: int = 32):
+    ``cell="rnn"`` is the plain tanh RNN of this chapter (``nn.RNN`` computes exactly what
+    :class:`tf_tutorial.rnn.ElmanRNN` computes, tested, only faster); ``cell="lstm"`` is the gated
+    LSTM, built to let gradients travel further.
+    """
+
+    def __init__(self, vocab_size: int, n_keys: int, d: int = 32, cell: str = "rnn"):
         super().__init__()
+        cells = {"rnn": nn.RNN, "lstm": nn.LSTM}
+        if cell not in cells:
+            raise ValueError(f"cell must be one of {sorted(cells)}, but got {cell!r}")
         self.embed = nn.Embedding(vocab_size, d)
-        # nn.RNN computes exactly what tf_tutorial.rnn.ElmanRNN computes (tested), only faster.
-        self.rnn = nn.RNN(d, d, batch_first=True)
+        self.rnn = cells[cell](d, d, batch_first=True)
         self.out = nn.Linear(d, n_keys)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        _, h_last = self.rnn(self.embed(tokens))                                         # (1, B, D)
+        _, state = self.rnn(self.embed(tokens))
+        h_last = state[0] if isinstance(state, tuple) else state                         # (1, B, D)
         return self.out(h_last[0])                                                       # (B, K)
 
 
