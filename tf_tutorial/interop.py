@@ -29,13 +29,15 @@ def from_torch(module: nn.Module) -> nn.Module:
     """
     for torch_type, convert in _CONVERTERS.items():
         if type(module) is torch_type:
-            ours = convert(module)
-            p = next(module.parameters(), None)
-            if p is not None:
-                ours = ours.to(device=p.device, dtype=p.dtype)
-            return ours.train(module.training)
+            return convert(module).train(module.training)
     names = ", ".join(sorted(f"nn.{t.__name__}" for t in _CONVERTERS))
     raise TypeError(f"from_torch() supports {names}, but got {type(module).__name__}")
+
+
+def _placed_like(ours: nn.Module, ref: nn.Module) -> nn.Module:
+    """Move ``ours`` to ``ref``'s dtype and device *before* copying, so no precision is lost."""
+    p = next(ref.parameters(), None)
+    return ours if p is None else ours.to(device=p.device, dtype=p.dtype)
 
 
 @_converter(nn.RNN)
@@ -47,7 +49,7 @@ def _rnn(m: nn.RNN) -> nn.Module:
     for arg, (got, want) in problems.items():
         if got != want:
             raise ValueError(f"from_torch(nn.RNN): expected {arg}={want!r}, but got {got!r}")
-    ours = ElmanRNN(m.input_size, m.hidden_size, bias=m.bias)
+    ours = _placed_like(ElmanRNN(m.input_size, m.hidden_size, bias=m.bias), m)
     with torch.no_grad():
         ours.weight_ih.copy_(m.weight_ih_l0)
         ours.weight_hh.copy_(m.weight_hh_l0)
