@@ -57,3 +57,41 @@ def _rnn(m: nn.RNN) -> nn.Module:
             ours.bias_ih.copy_(m.bias_ih_l0)
             ours.bias_hh.copy_(m.bias_hh_l0)
     return ours
+
+
+@_converter(nn.MultiheadAttention)
+def _mha(m: nn.MultiheadAttention) -> nn.Module:
+    from tf_tutorial.multihead import MultiHeadAttention
+
+    problems = {"batch_first": (m.batch_first, True), "kdim == vdim == embed_dim":
+                (m._qkv_same_embed_dim, True), "add_bias_kv": (m.bias_k is not None, False),
+                "add_zero_attn": (m.add_zero_attn, False)}
+    for arg, (got, want) in problems.items():
+        if got != want:
+            raise ValueError(f"from_torch(nn.MultiheadAttention): expected {arg}={want!r}, "
+                             f"but got {got!r}")
+    bias = m.in_proj_bias is not None
+    ours = _placed_like(MultiHeadAttention(m.embed_dim, m.num_heads, dropout=m.dropout, bias=bias), m)
+    w_q, w_k, w_v = m.in_proj_weight.chunk(3)  # PyTorch stacks the three (D, D) blocks
+    with torch.no_grad():
+        for lin, w in ((ours.w_q, w_q), (ours.w_k, w_k), (ours.w_v, w_v),
+                       (ours.w_o, m.out_proj.weight)):
+            lin.weight.copy_(w)
+        if bias:
+            for lin, b in zip((ours.w_q, ours.w_k, ours.w_v), m.in_proj_bias.chunk(3)):
+                lin.bias.copy_(b)
+            ours.w_o.bias.copy_(m.out_proj.bias)
+    return ours
+
+
+def torch_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
+    """Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask`` (True = blocked)."""
+    return ~allowed
+
+
+def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
+    """Our padding mask (B, 1, S), True = real token → PyTorch's ``key_padding_mask`` (B, S),
+    True = padding."""
+    if allowed.dim() != 3 or allowed.shape[1] != 1:
+        raise ValueError(f"expected a padding mask of shape (B, 1, S), but got {tuple(allowed.shape)}")
+    return ~allowed[:, 0]

@@ -1,0 +1,118 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tf_tutorial.attention import (causal_mask, fused_attention, padding_mask,
+                                   scaled_dot_product_attention)
+
+B, H, Lq, Lk, Dk, Dv = 2, 3, 5, 7, 4, 6
+
+
+def qkv(dtype=torch.float64, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(B, H, Lq, Dk, generator=g, dtype=dtype),
+            torch.randn(B, H, Lk, Dk, generator=g, dtype=dtype),
+            torch.randn(B, H, Lk, Dv, generator=g, dtype=dtype))
+
+
+def random_mask(seed=1):
+    m = torch.rand(B, 1, Lq, Lk, generator=torch.Generator().manual_seed(seed)) > 0.4
+    m[..., 0] = True  # every row keeps at least one key, as PyTorch needs for a NaN-free reference
+    return m
+
+
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_equals_torch_sdpa_in_float64(use_mask):
+    q, k, v = qkv()
+    mask = random_mask() if use_mask else None
+    out, weights = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
+    torch.testing.assert_close(fused_attention(q, k, v, mask), out)
+    assert weights.shape == (B, H, Lq, Lk)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, Lq, dtype=torch.float64))
+    if use_mask:
+        assert (weights[~mask.expand_as(weights)] == 0).all()  # masked weights are exactly 0
+
+
+def test_causal_mask_equals_is_causal():
+    q, k, v = qkv()
+    k, v = k[..., :Lq, :], v[..., :Lq, :]
+    out, _ = scaled_dot_product_attention(q, k, v, causal_mask(Lq))
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
+
+
+def test_padding_mask():
+    tokens = torch.tensor([[5, 6, 0, 0], [7, 0, 0, 0]])
+    assert padding_mask(tokens, pad_id=0).tolist() == [[[True, True, False, False]],
+                                                       [[True, False, False, False]]]
+    assert padding_mask(tokens, 0).shape == (2, 1, 4)
+
+
+@pytest.mark.parametrize("path", ["reference", "fused"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_fully_masked_row_gives_zeros_not_nan_and_zero_gradient(path, dtype):
+    q, k, v = (t.requires_grad_() for t in qkv(dtype))
+    mask = random_mask()
+    mask[0, 0, 2] = False  # query 2 of batch 0 may attend to nothing
+    if path == "reference":
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        assert (weights[0, :, 2] == 0).all()
+    else:
+        out = fused_attention(q, k, v, mask)
+    assert (out[0, :, 2] == 0).all() and not out.isnan().any()
+    out.sum().backward()
+    for t in (q, k, v):
+        assert not t.grad.isnan().any()
+    assert (q.grad[0, :, 2] == 0).all()
+
+
+def test_no_nan_under_bf16_autocast():
+    q, k, v = qkv(torch.float32)
+    mask = random_mask()
+    mask[1, 0, 4] = False
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, weights = scaled_dot_product_attention(q, k, v, mask)
+        fused = fused_attention(q, k, v, mask)
+    assert weights.dtype == torch.float32  # softmax ran in float32
+    assert not out.isnan().any() and not fused.isnan().any()
+    assert (out[1, :, 4] == 0).all() and (fused[1, :, 4] == 0).all()
+    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    torch.testing.assert_close(out.float(), ref, atol=5e-2, rtol=5e-2)
+
+
+def test_gradcheck_float64():
+    q, k, v = (t[:1, :1].clone().requires_grad_() for t in qkv())
+    mask = random_mask()[:1]
+    assert torch.autograd.gradcheck(lambda a, b, c: scaled_dot_product_attention(a, b, c, mask)[0],
+                                    (q, k, v))
+
+
+def test_scores_scale_by_sqrt_dk():
+    q = torch.ones(1, 1, 16, dtype=torch.float64)
+    k = torch.cat([torch.ones(1, 16), torch.zeros(1, 16)]).to(torch.float64)[None]
+    _, w = scaled_dot_product_attention(q, k, k)
+    # scores are 16/sqrt(16) = 4 and 0: weights e^4/(e^4+1) and 1/(e^4+1)
+    expected = torch.softmax(torch.tensor([4.0, 0.0], dtype=torch.float64), -1)
+    torch.testing.assert_close(w[0, 0], expected)
+
+
+@pytest.mark.parametrize("make, pattern", [
+    (lambda q, k, v: (q[..., :3], k, v, None), r"same last dimension d_k.*q \(2, 3, 5, 3\)"),
+    (lambda q, k, v: (q, k, v[..., :4, :], None), r"same length Lk.*v \(2, 3, 4, 6\)"),
+    (lambda q, k, v: (q, k, v, torch.ones(Lq, Lk)), r"mask must be boolean.*torch.float32"),
+    (lambda q, k, v: (q, k, v, torch.ones(Lk, Lq, dtype=torch.bool)),
+     r"mask of shape \(7, 5\) does not broadcast to the scores' shape \(2, 3, 5, 7\)"),
+])
+def test_bad_input(make, pattern):
+    args = make(*qkv())
+    for fn in (scaled_dot_product_attention, fused_attention):
+        with pytest.raises(ValueError, match=pattern):
+            fn(*args)
+
+
+def test_bad_mask_helpers():
+    with pytest.raises(ValueError, match="length must be >= 1, but got 0"):
+        causal_mask(0)
+    with pytest.raises(ValueError, match=r"tokens: expected shape \(B, S\), but got \(4,\)"):
+        padding_mask(torch.ones(4, dtype=torch.long), 0)

@@ -1,0 +1,88 @@
+import math
+
+import pytest
+import torch
+
+from tf_tutorial.attention import scaled_dot_product_attention
+from tf_tutorial.embedding import (LearnedPositionalEncoding, SinusoidalPositionalEncoding,
+                                   TokenEmbedding, positional_encoding, shift_matrix)
+
+B, L, D, V = 2, 7, 12, 11
+
+
+def test_table_matches_the_formula():
+    pe = positional_encoding(50, D)
+    assert pe.shape == (50, D) and pe.dtype == torch.float32
+    for pos, i in [(0, 0), (3, 1), (17, 4), (49, 5)]:
+        angle = pos / 10000 ** (2 * i / D)
+        assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+        assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+def test_bounded_in_minus_one_one():
+    pe = positional_encoding(2000, 64)
+    assert pe.abs().max() <= 1.0
+    # each (sin, cos) pair is a point on the unit circle: every row has norm sqrt(D/2)
+    torch.testing.assert_close(pe.norm(dim=-1), torch.full((2000,), 32 ** 0.5))
+
+
+@pytest.mark.parametrize("k", [1, 5, 37])
+def test_shift_is_one_linear_map_for_every_position(k):
+    pe = positional_encoding(300, D).double()
+    m = shift_matrix(k, D)
+    torch.testing.assert_close(pe[k:], pe[:-k] @ m.T, atol=1e-6, rtol=0)
+    torch.testing.assert_close(m @ m.T, torch.eye(D, dtype=torch.float64))  # a rotation
+
+
+def test_without_positions_attention_is_permutation_equivariant():
+    torch.manual_seed(0)
+    x = torch.randn(1, L, D, dtype=torch.float64)
+    perm = torch.randperm(L)
+    out = scaled_dot_product_attention(x, x, x)[0]
+    out_perm = scaled_dot_product_attention(x[:, perm], x[:, perm], x[:, perm])[0]
+    torch.testing.assert_close(out_perm, out[:, perm])
+    pe = SinusoidalPositionalEncoding(D, max_len=L).double()
+    y, y_perm = pe(x), pe(x[:, perm])
+    out = scaled_dot_product_attention(y, y, y)[0]
+    out_perm = scaled_dot_product_attention(y_perm, y_perm, y_perm)[0]
+    assert not torch.allclose(out_perm, out[:, perm])
+
+
+def test_modules_add_the_positions():
+    x = torch.zeros(B, L, D)
+    torch.testing.assert_close(SinusoidalPositionalEncoding(D, 20)(x)[0], positional_encoding(L, D))
+    learned = LearnedPositionalEncoding(D, 20)
+    torch.testing.assert_close(learned(x)[1], learned.table[:L])
+    assert learned.table.requires_grad
+    assert not any(p.requires_grad for p in SinusoidalPositionalEncoding(D, 20).parameters())
+
+
+def test_positions_beyond_the_table_are_refused():
+    for module in (SinusoidalPositionalEncoding(D, max_len=6), LearnedPositionalEncoding(D, 6)):
+        with pytest.raises(ValueError, match=f"sequence length 7 exceeds max_len=6 of {type(module).__name__}"):
+            module(torch.zeros(B, L, D))
+    with pytest.raises(ValueError, match=r"x: expected shape \(B, L, 12\), but got \(2, 7, 10\)"):
+        SinusoidalPositionalEncoding(D, 20)(torch.zeros(B, L, 10))
+
+
+def test_token_embedding_scale_and_lookup():
+    torch.manual_seed(0)
+    emb = TokenEmbedding(1000, 256)
+    tokens = torch.arange(1000)[None]
+    out = emb(tokens)
+    one_hot = torch.nn.functional.one_hot(tokens, 1000).float()
+    torch.testing.assert_close(out, one_hot @ emb.table.weight * 16.0)  # lookup = one-hot × matrix
+    assert emb.table.weight.norm(dim=-1).mean().item() == pytest.approx(1.0, abs=0.05)
+    assert out.norm(dim=-1).mean().item() == pytest.approx(16.0, rel=0.05)
+
+
+def test_eval_determinism_and_bad_input():
+    emb = TokenEmbedding(V, D).eval()
+    t = torch.randint(V, (B, L))
+    torch.testing.assert_close(emb(t), emb(t), rtol=0, atol=0)
+    with pytest.raises(ValueError, match="token id 11 is out of range for vocab_size=11"):
+        emb(torch.tensor([[1, 11]]))
+    with pytest.raises(ValueError, match="tokens must be integer ids, but got dtype torch.float32"):
+        emb(torch.ones(B, L))
+    with pytest.raises(ValueError, match="d_model must be a positive even number.*but got 7"):
+        positional_encoding(10, 7)

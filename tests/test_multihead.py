@@ -1,0 +1,117 @@
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.attention import causal_mask, padding_mask, scaled_dot_product_attention
+from tf_tutorial.interop import from_torch, torch_attn_mask, torch_key_padding_mask
+from tf_tutorial.multihead import MultiHeadAttention
+
+B, S, T, D, H = 2, 7, 5, 12, 3
+
+
+def torch_mha(bias=True, seed=0):
+    torch.manual_seed(seed)
+    m = nn.MultiheadAttention(D, H, bias=bias, batch_first=True).double().eval()
+    with torch.no_grad():  # non-zero biases, and values float32 could not hold
+        for p in m.parameters():
+            p.add_(0.1 * torch.randn_like(p))
+    return m
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("fused", [True, False])
+def test_cross_attention_equals_torch_with_key_padding(bias, fused):
+    ref = torch_mha(bias)
+    ours = from_torch(ref)
+    ours.fused = fused
+    x, mem = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, S, D, dtype=torch.float64)
+    tokens = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [3, 4, 5, 0, 0, 0, 0]])
+    allowed = padding_mask(tokens, pad_id=0)                                  # (B, 1, S)
+    expected, _ = ref(x, mem, mem, key_padding_mask=torch_key_padding_mask(allowed),
+                      need_weights=False)
+    torch.testing.assert_close(ours(x, mem, mem, allowed), expected)
+
+
+def test_causal_self_attention_equals_torch_and_weights_match():
+    ref = torch_mha()
+    ours = from_torch(ref)
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    allowed = causal_mask(T)
+    expected, expected_w = ref(x, x, x, attn_mask=torch_attn_mask(allowed),
+                               need_weights=True, average_attn_weights=False)
+    out, weights = ours(x, x, x, allowed, return_weights=True)
+    torch.testing.assert_close(out, expected)
+    torch.testing.assert_close(weights, expected_w)
+    assert weights.shape == (B, H, T, T)
+
+
+def test_one_big_projection_is_h_small_ones():
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(D, H).double()
+    x = torch.randn(B, T, D, dtype=torch.float64)
+    out, _ = mha(x, x, x, return_weights=True)
+    heads = []
+    for i in range(H):  # head i uses rows i*Dh:(i+1)*Dh of each (D, D) weight: a (D, Dh) map
+        rows = slice(i * mha.d_head, (i + 1) * mha.d_head)
+        q = x @ mha.w_q.weight[rows].T + mha.w_q.bias[rows]
+        k = x @ mha.w_k.weight[rows].T + mha.w_k.bias[rows]
+        v = x @ mha.w_v.weight[rows].T + mha.w_v.bias[rows]
+        heads.append(scaled_dot_product_attention(q, k, v)[0])                 # (B, T, Dh)
+    torch.testing.assert_close(mha.w_o(torch.cat(heads, dim=-1)), out)
+
+
+def test_parameter_count_is_that_of_single_head():
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(MultiHeadAttention(D, H)) == count(MultiHeadAttention(D, 1)) == 4 * D * D + 4 * D
+
+
+def test_fully_masked_query_gives_zeros_before_w_o():
+    mha = MultiHeadAttention(D, H, bias=False)
+    x = torch.randn(B, T, D)
+    allowed = torch.ones(B, T, T, dtype=torch.bool)
+    allowed[0, 1] = False
+    for fused in (True, False):
+        mha.fused = fused
+        out = mha(x, x, x, allowed)
+        assert not out.isnan().any() and (out[0, 1] == 0).all()  # W^O of zeros, no bias, is zero
+
+
+def test_eval_is_deterministic_and_dropout_acts_in_training():
+    torch.manual_seed(2)
+    mha = MultiHeadAttention(D, H, dropout=0.5)
+    x = torch.randn(B, T, D)
+    mha.eval()
+    torch.testing.assert_close(mha(x, x, x), mha(x, x, x), rtol=0, atol=0)
+    mha.train()
+    assert not torch.allclose(mha(x, x, x), mha(x, x, x))
+
+
+def test_split_and_merge_are_inverse():
+    mha = MultiHeadAttention(D, H)
+    x = torch.randn(B, T, D)
+    assert mha.split_heads(x).shape == (B, H, T, D // H)
+    torch.testing.assert_close(mha.merge_heads(mha.split_heads(x)), x)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="d_model=10 is not divisible by n_heads=3"):
+        MultiHeadAttention(10, 3)
+    mha = MultiHeadAttention(D, H)
+    x = torch.randn(B, T, D)
+    with pytest.raises(ValueError, match=r"key: expected shape \(B, L, 12\), but got \(2, 7, 10\)"):
+        mha(x, torch.randn(B, S, 10), torch.randn(B, S, D))
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 5, 6\) does not broadcast.*\(2, 5, 7\)"):
+        mha(x, torch.randn(B, S, D), torch.randn(B, S, D), torch.ones(B, T, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match="mask must be boolean"):
+        mha(x, x, x, torch.ones(T, T))
+
+
+def test_interop_refuses_what_we_do_not_model():
+    with pytest.raises(ValueError, match="expected batch_first=True, but got False"):
+        from_torch(nn.MultiheadAttention(D, H))
+    with pytest.raises(ValueError, match="expected kdim == vdim == embed_dim=True"):
+        from_torch(nn.MultiheadAttention(D, H, kdim=5, vdim=5, batch_first=True))
+    with pytest.raises(ValueError, match="expected add_bias_kv=False"):
+        from_torch(nn.MultiheadAttention(D, H, add_bias_kv=True, batch_first=True))
+    with pytest.raises(ValueError, match=r"padding mask of shape \(B, 1, S\), but got \(2, 7\)"):
+        torch_key_padding_mask(torch.ones(B, S, dtype=torch.bool))

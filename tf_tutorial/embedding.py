@@ -1,0 +1,111 @@
+"""第 2 章：词向量（token embedding）与位置编码（positional encoding）。
+
+PE(pos, 2i) = sin(pos / 10000^(2i/D)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+
+Shape legend: B batch, L sequence length, D d_model, V vocabulary size.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def _frequencies(d_model: int) -> torch.Tensor:
+    """ω_i = 10000^(−2i/D) for i = 0 .. D/2 − 1, shape (D/2,)."""
+    if d_model < 2 or d_model % 2:
+        raise ValueError(f"d_model must be a positive even number (sin/cos pairs), but got {d_model}")
+    return torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+
+
+def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values in [−1, 1]."""
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, but got {max_len}")
+    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * _frequencies(d_model)  # (L, D/2)
+    pe = torch.empty(max_len, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = angles.sin(), angles.cos()
+    return pe.float()
+
+
+def shift_matrix(k: int, d_model: int) -> torch.Tensor:
+    """The fixed linear map M_k with PE(pos + k) = M_k PE(pos) for every pos, shape (D, D).
+
+    Block diagonal: for each frequency ω_i the 2×2 rotation [[cos ωk, sin ωk], [−sin ωk, cos ωk]]
+    acting on the pair (sin ω pos, cos ω pos). It depends on k only, never on pos.
+    """
+    w = k * _frequencies(d_model)                                            # (D/2,)
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    even, odd = torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)
+    m[even, even], m[even, odd] = w.cos(), w.sin()
+    m[odd, even], m[odd, odd] = -w.sin(), w.cos()
+    return m
+
+
+class TokenEmbedding(nn.Module):
+    """Look up one learned D-vector per token id and multiply it by sqrt(D), as in the paper.
+
+    Weights start at N(0, 1/D), so a row has norm ≈ 1; the sqrt(D) factor brings it to ≈ sqrt(D),
+    the scale of the positional encoding (norm sqrt(D/2)) it is added to.
+    Shape: tokens (B, L) int → (B, L, D).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int):
+        super().__init__()
+        self.vocab_size, self.d_model = vocab_size, d_model
+        self.table = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.table.weight, std=d_model ** -0.5)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"tokens must be integer ids, but got dtype {tokens.dtype}")
+        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
+            bad = tokens[(tokens < 0) | (tokens >= self.vocab_size)][0].item()
+            raise ValueError(f"token id {bad} is out of range for vocab_size={self.vocab_size}")
+        return self.table(tokens) * math.sqrt(self.d_model)                  # (B, L, D)
+
+
+class _PositionalBase(nn.Module):
+    def __init__(self, d_model: int, max_len: int, dropout: float):
+        super().__init__()
+        self.d_model, self.max_len = d_model, max_len
+        self.dropout = nn.Dropout(dropout)
+
+    def _check(self, x: torch.Tensor) -> int:
+        if x.dim() != 3 or x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected shape (B, L, {self.d_model}), but got {tuple(x.shape)}")
+        if x.shape[1] > self.max_len:
+            raise ValueError(f"sequence length {x.shape[1]} exceeds max_len={self.max_len} of "
+                             f"{type(self).__name__}")
+        return x.shape[1]
+
+
+class SinusoidalPositionalEncoding(_PositionalBase):
+    """x + PE[:L], then dropout. The table is a fixed buffer: nothing here is learned.
+
+    Shape: x (B, L, D) → (B, L, D), L <= max_len.
+    """
+
+    def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
+        super().__init__(d_model, max_len, dropout)
+        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        L = self._check(x)
+        return self.dropout(x + self.pe[:L].to(x.dtype))                     # (B, L, D)
+
+
+class LearnedPositionalEncoding(_PositionalBase):
+    """x + P[:L] with P a learned (max_len, D) table (BERT, GPT-2): no position beyond max_len.
+
+    Shape: x (B, L, D) → (B, L, D), L <= max_len.
+    """
+
+    def __init__(self, d_model: int, max_len: int, dropout: float = 0.0):
+        super().__init__(d_model, max_len, dropout)
+        self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        L = self._check(x)
+        return self.dropout(x + self.table[:L])                              # (B, L, D)
