@@ -43,3 +43,22 @@ def machine_label() -> str:
         pass
     return (f"CPU {cpu}，{os.cpu_count()} 核，torch {torch.__version__}，"
             f"{torch.get_num_threads()} 线程")
+
+
+def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
+    """Bytes of the tensors autograd keeps for the backward pass of ``fn()``'s output.
+
+    This is the memory a training step holds between forward and backward, the part that grows
+    with batch and length. Storage shared by several saved tensors is counted once.
+    """
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor):
+        s = t.untyped_storage()
+        storages[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    del out
+    return sum(storages.values())
