@@ -57,3 +57,18 @@ def test_missing_font_is_a_clear_error(monkeypatch):
             plotting.cjk_font()
     finally:
         plotting.cjk_font.cache_clear()
+
+
+def test_heatmap_has_colour_bar_and_token_ticks():
+    import torch
+
+    fig, ax = plt.subplots()
+    plotting.heatmap(ax, torch.rand(2, 3), title="注意力", cbar_label="权重",
+                     x_labels=["狗", "咬", "人"], y_labels=["人", "狗"])
+    assert len(fig.axes) == 2  # the heatmap and its colour bar
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["狗", "咬", "人"]
+    with pytest.raises(ValueError, match="x_labels has 2 entries but the matrix has 3"):
+        plotting.heatmap(ax, torch.rand(2, 3), title="t", cbar_label="c", x_labels=["a", "b"])
+    with pytest.raises(ValueError, match=r"2-D matrix, but got shape \(2, 3, 4\)"):
+        plotting.heatmap(ax, torch.rand(2, 3, 4), title="t", cbar_label="c")
+    plt.close(fig)

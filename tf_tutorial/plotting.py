@@ -68,3 +68,33 @@ def use_book_style() -> str:
     matplotlib.rcParams["font.family"] = "sans-serif"
     matplotlib.rcParams["font.sans-serif"] = [family, "DejaVu Sans"]
     return family
+
+
+def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=None,
+            xlabel: str | None = None, ylabel: str | None = None, **imshow_kwargs):
+    """Draw ``matrix`` (rows × columns) on ``ax`` with a colour bar, the book's one heatmap.
+
+    Token lists given as ``x_labels`` / ``y_labels`` become tick labels (attention maps).
+    Returns the image, so callers can share a colour scale.
+    """
+    import numpy as np
+
+    data = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix)
+    if data.ndim != 2:
+        raise ValueError(f"heatmap expects a 2-D matrix, but got shape {data.shape}")
+    for name, labels, n in (("x_labels", x_labels, data.shape[1]), ("y_labels", y_labels, data.shape[0])):
+        if labels is not None and len(labels) != n:
+            raise ValueError(f"{name} has {len(labels)} entries but the matrix has {n}")
+    image = ax.imshow(data, aspect="auto", interpolation="nearest", **imshow_kwargs)
+    ax.figure.colorbar(image, ax=ax, label=cbar_label)
+    ax.grid(False)
+    if x_labels is not None:
+        ax.set_xticks(range(len(x_labels)), x_labels)
+    if y_labels is not None:
+        ax.set_yticks(range(len(y_labels)), y_labels)
+    ax.set_title(title)
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    return image

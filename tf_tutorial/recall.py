@@ -17,15 +17,20 @@ from torch import nn
 
 @dataclass(frozen=True)
 class RecallTask:
-    """Vocabulary layout: keys are ids 0..K-1, distractors K..K+M-1, the query token K+M."""
+    """Vocabulary layout: keys are ids 0..K-1, distractors K..K+M-1, the query token K+M.
+
+    With ``shared=True`` the distractors are drawn from the keys themselves, so the first token
+    can only be told apart by its position (chapter 2).
+    """
 
     n_keys: int = 8
     n_distractors: int = 16
+    shared: bool = False
 
     def __post_init__(self):
-        if self.n_keys < 2 or self.n_distractors < 1:
-            raise ValueError(f"expected n_keys >= 2 and n_distractors >= 1, but got "
-                             f"n_keys={self.n_keys}, n_distractors={self.n_distractors}")
+        if self.n_keys < 2 or self.n_distractors < (0 if self.shared else 1):
+            raise ValueError(f"expected n_keys >= 2 and n_distractors >= 1 (>= 0 when shared), "
+                             f"but got n_keys={self.n_keys}, n_distractors={self.n_distractors}")
 
     @property
     def vocab_size(self) -> int:
@@ -37,7 +42,8 @@ class RecallTask:
             raise ValueError(f"expected batch_size >= 1 and n_between >= 0, but got "
                              f"batch_size={batch_size}, n_between={n_between}")
         keys = torch.randint(self.n_keys, (batch_size,), generator=generator)          # (B,)
-        noise = torch.randint(self.n_keys, self.n_keys + self.n_distractors,
+        low = 0 if self.shared else self.n_keys
+        noise = torch.randint(low, self.n_keys + self.n_distractors * (not self.shared),
                               (batch_size, n_between), generator=generator)              # (B, L)
         query = torch.full((batch_size, 1), self.vocab_size - 1)                         # (B, 1)
         return torch.cat([keys[:, None], noise, query], dim=1), keys                     # (B, L+2)
@@ -78,10 +84,24 @@ class RNNRecaller(nn.Module):
 
 
 class AttentionRecaller(nn.Module):
-    """Embedding → one single-head self-attention layer → read-out at the query position."""
+    """Embedding → one single-head self-attention layer → read-out at the query position.
 
-    def __init__(self, vocab_size: int, n_keys: int, d: int = 32):
+    ``positions`` adds position information to the embeddings (chapter 2): ``None`` (none at all,
+    as in chapter 1), ``"sinusoidal"`` or ``"learned"`` (a table of ``max_len`` rows).
+    """
+
+    def __init__(self, vocab_size: int, n_keys: int, d: int = 32, positions: str | None = None,
+                 max_len: int = 4096):
         super().__init__()
+        from tf_tutorial.embedding import (LearnedPositionalEncoding,
+                                           SinusoidalPositionalEncoding)
+
+        kinds = {None: None, "sinusoidal": SinusoidalPositionalEncoding,
+                 "learned": LearnedPositionalEncoding}
+        if positions not in kinds:
+            raise ValueError(f"positions must be one of None, 'sinusoidal', 'learned', "
+                             f"but got {positions!r}")
+        self.positions = kinds[positions](d, max_len) if positions else None
         self.embed = nn.Embedding(vocab_size, d)
         self.attn = nn.MultiheadAttention(d, num_heads=1, batch_first=True)
         self.out = nn.Linear(d, n_keys)
@@ -89,27 +109,35 @@ class AttentionRecaller(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens)                                                           # (B, L+2, D)
+        if self.positions is not None:
+            x = self.positions(x)
         q = x[:, -1:]                                                                    # (B, 1, D)
         ctx, weights = self.attn(q, x, x, need_weights=True)                             # (B, 1, D)
         self.last_weights = weights[:, 0].detach()                                       # (B, L+2)
         return self.out(ctx[:, 0])                                                       # (B, K)
 
 
-def train_recall(model: nn.Module, task: RecallTask, n_between: int, steps: int = 400,
-                 batch_size: int = 64, lr: float = 5e-3, seed: int = 0) -> float:
-    """Train ``model`` with Adam on fresh batches, then return its accuracy on 1000 new ones."""
+def train_recall(model: nn.Module, task: RecallTask, n_between: int | tuple[int, int],
+                 steps: int = 400, batch_size: int = 64, lr: float = 5e-3, seed: int = 0) -> float:
+    """Train ``model`` with Adam on fresh batches, then return its accuracy on 1000 new ones.
+
+    ``n_between`` is a fixed L, or a range ``(low, high)`` from which each batch draws its L
+    (and the final accuracy is measured at ``high``).
+    """
+    low, high = (n_between, n_between) if isinstance(n_between, int) else n_between
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()
     model.train()
     for _ in range(steps):
-        tokens, keys = task.batch(batch_size, n_between, generator=g)
+        L = low if low == high else int(torch.randint(low, high + 1, (1,), generator=g))
+        tokens, keys = task.batch(batch_size, L, generator=g)
         loss = loss_fn(model(tokens), keys)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-    return recall_accuracy(model, task, n_between, seed=seed + 1)
+    return recall_accuracy(model, task, high, seed=seed + 1)
 
 
 @torch.no_grad()
