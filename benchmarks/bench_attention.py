@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-from torch import nn
-
-from tf_tutorial.bench import machine_label, median_time, saved_activation_bytes
-from tf_tutorial.interop import from_torch
+from tf_tutorial.bench import compare_attention, machine_label, ratio_table
 
 
 def main(argv=None) -> dict:
@@ -26,29 +22,11 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
-
-    torch.manual_seed(0)
-    ref = nn.MultiheadAttention(args.d_model, args.heads, batch_first=True).to(args.device)
-    ours_fused = from_torch(ref)
-    ours_reference = from_torch(ref)
-    ours_reference.fused = False
-    x = torch.randn(args.batch, args.length, args.d_model, device=args.device, requires_grad=True)
-
-    runs = {
-        "nn.MultiheadAttention": lambda: ref(x, x, x, need_weights=False)[0],
-        "ours, fused path": lambda: ours_fused(x, x, x),
-        "ours, reference path": lambda: ours_reference(x, x, x),
-    }
     print(f"forward+backward, B={args.batch} L={args.length} D={args.d_model} H={args.heads}, "
           f"median of {args.repeat}; {machine_label()}")
-    results = {}
-    for name, fn in runs.items():
-        seconds = median_time(lambda: fn().sum().backward(), repeat=args.repeat, warmup=3)
-        results[name] = (seconds, saved_activation_bytes(fn))
-    base_t, base_m = results["nn.MultiheadAttention"]
-    print(f"{'':24s}{'ms':>9s}{'× torch':>9s}{'act. MB':>9s}{'× torch':>9s}")
-    for name, (t, m) in results.items():
-        print(f"{name:24s}{1e3 * t:9.2f}{t / base_t:9.2f}{m / 2**20:9.1f}{m / base_m:9.2f}")
+    results = compare_attention(args.batch, args.length, args.d_model, args.heads,
+                                args.repeat, args.device)
+    print(ratio_table(results))
     return results
 
 

@@ -62,3 +62,35 @@ def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
         out = fn()
     del out
     return sum(storages.values())
+
+
+def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256, n_heads: int = 8,
+                      repeat: int = 20, device: str = "cpu") -> dict[str, tuple[float, int]]:
+    """Forward + backward of our multi-head attention (fused and reference paths) beside
+    ``nn.MultiheadAttention(need_weights=False)`` holding the same weights.
+
+    Returns ``{name: (median seconds, activation bytes kept for backward)}``, PyTorch first.
+    """
+    from torch import nn
+
+    from tf_tutorial.interop import from_torch
+
+    torch.manual_seed(0)
+    ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
+    fused, reference = from_torch(ref), from_torch(ref)
+    reference.fused = False
+    x = torch.randn(batch, length, d_model, device=device, requires_grad=True)
+    runs = {"nn.MultiheadAttention": lambda: ref(x, x, x, need_weights=False)[0],
+            "ours, fused path": lambda: fused(x, x, x),
+            "ours, reference path": lambda: reference(x, x, x)}
+    return {name: (median_time(lambda: fn().sum().backward(), repeat=repeat, warmup=3),
+                   saved_activation_bytes(fn)) for name, fn in runs.items()}
+
+
+def ratio_table(results: dict[str, tuple[float, int]]) -> str:
+    """Format :func:`compare_attention`'s results as a table of times, memory and ratios."""
+    base_t, base_m = next(iter(results.values()))
+    lines = [f"{'':24s}{'ms':>9s}{'× torch':>9s}{'act. MB':>9s}{'× torch':>9s}"]
+    for name, (t, m) in results.items():
+        lines.append(f"{name:24s}{1e3 * t:9.2f}{t / base_t:9.2f}{m / 2**20:9.1f}{m / base_m:9.2f}")
+    return "\n".join(lines)

@@ -41,7 +41,7 @@ def _placed_like(ours: nn.Module, ref: nn.Module) -> nn.Module:
 
 
 @_converter(nn.RNN)
-def _rnn(m: nn.RNN) -> nn.Module:
+def convert_rnn(m: nn.RNN) -> nn.Module:
     from tf_tutorial.rnn import ElmanRNN
 
     problems = {"num_layers": (m.num_layers, 1), "nonlinearity": (m.nonlinearity, "tanh"),
@@ -60,7 +60,7 @@ def _rnn(m: nn.RNN) -> nn.Module:
 
 
 @_converter(nn.MultiheadAttention)
-def _mha(m: nn.MultiheadAttention) -> nn.Module:
+def convert_multihead_attention(m: nn.MultiheadAttention) -> nn.Module:
     from tf_tutorial.multihead import MultiHeadAttention
 
     problems = {"batch_first": (m.batch_first, True), "kdim == vdim == embed_dim":

@@ -1,0 +1,25 @@
+import pytest
+import torch
+
+from tf_tutorial.twohead import FirstLastModel, first_last_batch, train_first_last
+
+
+def test_batch_layout():
+    tokens, first, last = first_last_batch(3, 5, n_symbols=10, generator=torch.Generator().manual_seed(0))
+    assert tokens.shape == (3, 6) and (tokens[:, -1] == 10).all()
+    assert torch.equal(first, tokens[:, 0]) and torch.equal(last, tokens[:, -2])
+    with pytest.raises(ValueError, match="length must be >= 2.*but got 1"):
+        first_last_batch(3, 1)
+
+
+def test_two_heads_learn_and_divide_the_work():
+    torch.manual_seed(0)
+    model = FirstLastModel()
+    acc_first, acc_last = train_first_last(model, steps=800)
+    assert acc_first > 0.95 and acc_last > 0.8
+    tokens, _, _ = first_last_batch(200, 12, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        weights = model(tokens)[2].mean(0)[:, 0]                          # (H, L+1)
+    on_first, on_last = weights[:, 0], weights[:, -2]
+    assert on_first.max() > 0.9 and on_last.max() > 0.6
+    assert on_first.argmax() != on_last.argmax()  # a different head for each question
