@@ -95,3 +95,40 @@ def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
     if allowed.dim() != 3 or allowed.shape[1] != 1:
         raise ValueError(f"expected a padding mask of shape (B, 1, S), but got {tuple(allowed.shape)}")
     return ~allowed[:, 0]
+
+
+@_converter(nn.LayerNorm)
+def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
+    from tf_tutorial.norm import LayerNorm
+
+    if len(m.normalized_shape) != 1 or not m.elementwise_affine or m.bias is None:
+        raise ValueError(f"from_torch(nn.LayerNorm): expected one normalised dimension with "
+                         f"weight and bias, but got normalized_shape={m.normalized_shape}, "
+                         f"elementwise_affine={m.elementwise_affine}")
+    ours = _placed_like(LayerNorm(m.normalized_shape[0], eps=m.eps), m)
+    with torch.no_grad():
+        ours.weight.copy_(m.weight)
+        ours.bias.copy_(m.bias)
+    return ours
+
+
+@_converter(nn.TransformerEncoderLayer)
+def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
+    from tf_tutorial.encoder import EncoderLayer
+
+    activation = getattr(m, "activation_relu_or_gelu", 0)
+    names = {1: "relu", 2: "gelu"}
+    if activation not in names:
+        raise ValueError(f"from_torch(nn.TransformerEncoderLayer): expected a relu or gelu "
+                         f"activation, but got {m.activation!r}")
+    ours = EncoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
+                        dropout=m.dropout.p, norm_first=m.norm_first, activation=names[activation],
+                        eps=m.norm1.eps)
+    ours.self_attn = convert_multihead_attention(m.self_attn)
+    _placed_like(ours, m)
+    with torch.no_grad():
+        for mine, theirs in ((ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
+                             (ours.attn_block.norm, m.norm1), (ours.ffn_block.norm, m.norm2)):
+            mine.weight.copy_(theirs.weight)
+            mine.bias.copy_(theirs.bias)
+    return ours

@@ -1,0 +1,63 @@
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward, swiglu_hidden
+from tf_tutorial.multihead import MultiHeadAttention
+
+B, L, D, FF = 2, 7, 12, 48
+
+
+def test_equals_the_two_linear_formula():
+    torch.manual_seed(0)
+    ffn = PositionwiseFeedForward(D, FF).double()
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    expected = F.relu(x @ ffn.w1.weight.T + ffn.w1.bias) @ ffn.w2.weight.T + ffn.w2.bias
+    torch.testing.assert_close(ffn(x), expected)
+
+
+@pytest.mark.parametrize("module", [PositionwiseFeedForward(D, FF), SwiGLUFeedForward(D)])
+def test_position_wise_row_by_row_equals_whole_matrix(module):
+    x = torch.randn(B, L, D)
+    rows = torch.stack([torch.stack([module(x[b, t][None, None])[0, 0] for t in range(L)])
+                        for b in range(B)])
+    torch.testing.assert_close(rows, module(x))
+
+
+def test_swiglu_shapes_and_parameter_count():
+    d = 512
+    assert swiglu_hidden(d) == 1368  # 2/3 · 4 · 512 = 1365.3, rounded up to a multiple of 8
+    glu = SwiGLUFeedForward(d)
+    relu = PositionwiseFeedForward(d, 4 * d)
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    assert count(glu) == 3 * d * 1368
+    assert abs(count(glu) - count(relu)) / count(relu) < 0.01
+    assert glu(torch.randn(2, 3, d)).shape == (2, 3, d)
+
+
+def test_ffn_holds_about_two_thirds_of_a_layer():
+    d = 512
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    share = count(PositionwiseFeedForward(d, 4 * d)) / (
+        count(PositionwiseFeedForward(d, 4 * d)) + count(MultiHeadAttention(d, 8)))
+    assert 0.66 < share < 0.67
+
+
+def test_gelu_option_and_dropout_in_training_only():
+    ffn = PositionwiseFeedForward(D, FF, dropout=0.5, activation="gelu")
+    x = torch.randn(B, L, D)
+    ffn.eval()
+    torch.testing.assert_close(ffn(x), ffn(x), rtol=0, atol=0)
+    ffn.train()
+    assert not torch.allclose(ffn(x), ffn(x))
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="activation must be one of \\['gelu', 'relu'\\], but got 'swish'"):
+        PositionwiseFeedForward(D, FF, activation="swish")
+    with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\), but got 1.0"):
+        PositionwiseFeedForward(D, FF, dropout=1.0)
+    with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\), but got -0.1"):
+        SwiGLUFeedForward(D, dropout=-0.1)
+    with pytest.raises(ValueError, match=r"expected last dimension 12, but got shape \(2, 7, 5\)"):
+        PositionwiseFeedForward(D, FF)(torch.randn(B, L, 5))

@@ -1,0 +1,54 @@
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from tf_tutorial.interop import from_torch
+from tf_tutorial.norm import LayerNorm, layer_norm_common_slip
+
+B, L, D = 2, 7, 12
+
+
+def test_equals_pytorch_layer_norm_float64():
+    torch.manual_seed(0)
+    ref = nn.LayerNorm(D, eps=1e-5).double()
+    with torch.no_grad():
+        ref.weight.add_(torch.randn(D, dtype=torch.float64))
+        ref.bias.add_(torch.randn(D, dtype=torch.float64))
+    ours = from_torch(ref)
+    x = 3 + 2 * torch.randn(B, L, D, dtype=torch.float64)
+    torch.testing.assert_close(ours(x), ref(x))
+    torch.testing.assert_close(LayerNorm(D).double()(x), F.layer_norm(x, (D,)))
+
+
+def test_gradcheck_float64():
+    ln = LayerNorm(5).double()
+    with torch.no_grad():
+        ln.weight.uniform_(0.5, 1.5)
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(ln, (x,))
+
+
+def test_output_statistics_and_eps_inside_the_root():
+    x = torch.randn(B, L, D, dtype=torch.float64) * 5 + 1
+    y = LayerNorm(D).double()(x)
+    torch.testing.assert_close(y.mean(-1), torch.zeros(B, L, dtype=torch.float64))
+    torch.testing.assert_close(y.var(-1, unbiased=False), torch.full((B, L), 1.0, dtype=torch.float64),
+                               atol=1e-4, rtol=0)
+    constant = torch.full((1, D), 7.0)
+    assert (LayerNorm(D)(constant) == 0).all()  # σ² = 0: ε keeps it finite, no NaN
+
+
+def test_the_common_slip_is_not_pytorch_layer_norm():
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    slip = layer_norm_common_slip(x)
+    ref = F.layer_norm(x, (D,))
+    assert not torch.allclose(slip, ref, atol=1e-3)
+    torch.testing.assert_close(slip, ref * ((D - 1) / D) ** 0.5, atol=1e-5, rtol=1e-5)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"expected last dimension 12, but got shape \(2, 7, 10\)"):
+        LayerNorm(D)(torch.randn(B, L, 10))
+    with pytest.raises(ValueError, match="eps must be positive, but got 0"):
+        LayerNorm(D, eps=0)

@@ -1,0 +1,75 @@
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.attention import padding_mask
+from tf_tutorial.encoder import Encoder, EncoderLayer
+from tf_tutorial.interop import from_torch, torch_key_padding_mask
+from tf_tutorial.norm import LayerNorm
+from tf_tutorial.residual import DeepStack, SublayerConnection, gradient_norms
+from tf_tutorial.warmup import ReverseModel, train_reverse, warmup_schedule
+
+B, L, D = 2, 7, 12
+
+
+def test_both_placements_match_their_formulas():
+    torch.manual_seed(0)
+    f = nn.Linear(D, D).double()
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    norm = LayerNorm(D).double()
+    post = SublayerConnection(D, norm_first=False).double()
+    pre = SublayerConnection(D, norm_first=True).double()
+    torch.testing.assert_close(post(x, f), norm(x + f(x)))
+    torch.testing.assert_close(pre(x, f), x + f(norm(x)))
+
+
+def test_zero_last_layer_gives_exactly_the_identity():
+    ffn = nn.Sequential(nn.Linear(D, 4 * D), nn.ReLU(), nn.Linear(4 * D, D))
+    nn.init.zeros_(ffn[2].weight)
+    nn.init.zeros_(ffn[2].bias)
+    x = torch.randn(B, L, D)
+    assert torch.equal(SublayerConnection(D, norm_first=True)(x, ffn), x)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_layer_equals_torch_with_both_placements(norm_first):
+    torch.manual_seed(1)
+    ref = nn.TransformerEncoderLayer(D, 3, 48, dropout=0.0, batch_first=True,
+                                     norm_first=norm_first).double().eval()
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ours = from_torch(ref)
+    assert ours.attn_block.norm_first == norm_first
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    keep = padding_mask(torch.tensor([[1, 2, 3, 4, 5, 0, 0], [1, 2, 3, 0, 0, 0, 0]]), 0)
+    expected = ref(x, src_key_padding_mask=torch_key_padding_mask(keep))
+    torch.testing.assert_close(ours(x, keep), expected)
+
+
+def test_residual_keeps_gradients_alive_in_a_deep_stack():
+    torch.manual_seed(2)
+    x = torch.randn(64, 32)
+    plain = gradient_norms(DeepStack(32, 32, residual=False), x)
+    residual = gradient_norms(DeepStack(32, 32, residual=True), x)
+    assert plain[0] < 1e-3 * plain[-1]            # the first layer barely learns
+    assert residual[0] > 0.1 * residual[-1]       # with the shortcut it does
+
+
+def test_post_ln_without_warmup_fails_where_pre_ln_does_not():
+    torch.manual_seed(0)
+    post = train_reverse(ReverseModel(12, norm_first=False), lr=3e-3, warmup_steps=0)
+    torch.manual_seed(0)
+    pre = train_reverse(ReverseModel(12, norm_first=True), lr=3e-3, warmup_steps=0)
+    assert sum(post[-20:]) / 20 > 1.0 and sum(pre[-20:]) / 20 < 0.3
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="dropout must be in \\[0, 1\\), but got 1.5"):
+        SublayerConnection(D, dropout=1.5)
+    with pytest.raises(ValueError, match="norm must be None, 'post' or 'pre', but got 'middle'"):
+        DeepStack(D, 3, norm="middle")
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0, but got -1"):
+        warmup_schedule(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), -1)
+    assert isinstance(Encoder(D, 3, 48, 2, norm_first=True).norm, LayerNorm)
+    assert isinstance(EncoderLayer(D, 3, 48), nn.Module)

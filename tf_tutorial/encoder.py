@@ -1,0 +1,58 @@
+"""编码器层与编码器栈（第 8 章详述；第 6 章用它比较 Post-LN 与 Pre-LN）。
+
+EncoderLayer:  x → SublayerConnection(self-attention) → SublayerConnection(FFN)
+
+Shape legend: B batch, S source length, D d_model, H heads, F d_ff.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from tf_tutorial.ffn import PositionwiseFeedForward
+from tf_tutorial.multihead import MultiHeadAttention
+from tf_tutorial.norm import LayerNorm
+from tf_tutorial.residual import SublayerConnection
+
+
+class EncoderLayer(nn.Module):
+    """Self-attention then a position-wise FFN, each inside a residual connection with LayerNorm.
+
+    Args:
+        d_model, n_heads, d_ff, dropout: as in the paper (512, 8, 2048, 0.1).
+        norm_first: False = Post-LN (the 2017 paper), True = Pre-LN.
+        activation: "relu" or "gelu". eps: LayerNorm's ε.
+    Shape:
+        x (B, S, D); mask boolean, broadcastable to (B, S, S), True = may attend → (B, S, D).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+        super().__init__()
+        self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.attn_block = SublayerConnection(d_model, dropout, norm_first, eps)
+        self.ffn_block = SublayerConnection(d_model, dropout, norm_first, eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        x = self.attn_block(x, lambda y: self.self_attn(y, y, y, mask))                # (B, S, D)
+        return self.ffn_block(x, self.ffn)                                             # (B, S, D)
+
+
+class Encoder(nn.Module):
+    """N encoder layers; with Pre-LN a final LayerNorm, since no sublayer normalises the output.
+
+    Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
+                                                 activation, eps) for _ in range(n_layers))
+        self.norm = LayerNorm(d_model, eps) if norm_first else nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)

@@ -1,0 +1,73 @@
+"""第 7 章：逐位置前馈网络（position-wise feed-forward network）。
+
+FFN(x) = act(x W₁ + b₁) W₂ + b₂,  W₁ (D, F), W₂ (F, D), usually F = 4D.
+SwiGLU(x) = (SiLU(x W) ⊙ x V) W₂ (Shazeer, 2020), with F ≈ 2/3 · 4D to keep the parameter count.
+
+Shape legend: B batch, L sequence length, D d_model, F d_ff (hidden width).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+
+
+def _check_dropout(dropout: float) -> None:
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+
+
+class PositionwiseFeedForward(nn.Module):
+    """Two linear maps with a non-linearity between, applied to every position independently.
+
+    Args:
+        d_model: D. d_ff: F, the hidden width (4·D in the paper).
+        dropout: after the activation (training only). activation: "relu" (paper) or "gelu".
+    Shape:
+        x (B, L, D) → (B, L, D).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+        super().__init__()
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, but got {activation!r}")
+        _check_dropout(dropout)
+        self.d_model, self.act = d_model, ACTIVATIONS[activation]
+        self.w1, self.w2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape {tuple(x.shape)}")
+        return self.w2(self.dropout(self.act(self.w1(x))))                # (B, L, F) -> (B, L, D)
+
+
+def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
+    """Hidden width that gives SwiGLU the parameters of a 4·D ReLU FFN: 2/3 · 4D, rounded up."""
+    hidden = int(2 * 4 * d_model / 3)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
+
+
+class SwiGLUFeedForward(nn.Module):
+    """The gated variant used by PaLM and LLaMA: (SiLU(x W) ⊙ (x V)) W₂, no biases.
+
+    Three (D, F) matrices instead of two, so F = 2/3 · 4D keeps the parameter count of the
+    ReLU FFN. Shape: x (B, L, D) → (B, L, D).
+    """
+
+    def __init__(self, d_model: int, d_ff: int | None = None, dropout: float = 0.0):
+        super().__init__()
+        _check_dropout(dropout)
+        d_ff = d_ff or swiglu_hidden(d_model)
+        self.d_model = d_model
+        self.w_gate = nn.Linear(d_model, d_ff, bias=False)
+        self.w_up = nn.Linear(d_model, d_ff, bias=False)
+        self.w_down = nn.Linear(d_ff, d_model, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape {tuple(x.shape)}")
+        return self.w_down(self.dropout(F.silu(self.w_gate(x)) * self.w_up(x)))  # (B, L, D)

@@ -1,0 +1,50 @@
+"""第 5 章：层归一化（Layer Normalization）。
+
+LayerNorm(x) = (x − μ) / sqrt(σ² + ε) · γ + β,  μ and σ² over the last dimension (biased σ²).
+
+Shape legend: B batch, L sequence length, D d_model (the normalised dimension).
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class LayerNorm(nn.Module):
+    """Normalise each position's D features to mean 0 and variance 1, then scale and shift.
+
+    Equal to ``nn.LayerNorm(D, eps)``: σ² is the biased variance (divide by D, not D − 1) and
+    ε sits inside the square root. γ (``weight``) starts at 1 and β (``bias``) at 0.
+
+    Args:
+        d_model: D, the size of the last dimension.
+        eps: added to σ² for numerical safety; PyTorch's default is 1e-5.
+    Shape:
+        x (..., D) → (..., D).
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        if eps <= 0:
+            raise ValueError(f"eps must be positive, but got {eps}")
+        self.d_model, self.eps = d_model, eps
+        self.weight = nn.Parameter(torch.ones(d_model))   # γ
+        self.bias = nn.Parameter(torch.zeros(d_model))    # β
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape "
+                             f"{tuple(x.shape)}")
+        mu = x.mean(dim=-1, keepdim=True)                                  # (..., 1)
+        var = (x - mu).pow(2).mean(dim=-1, keepdim=True)                   # (..., 1), biased
+        return (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
+    """A version often seen in tutorials: unbiased std and ε outside the root (for comparison).
+
+    (x − μ) / (std_unbiased(x) + ε). It differs from ``nn.LayerNorm`` by the factor
+    sqrt((D − 1) / D) and in how ε enters, so weights trained with one do not fit the other.
+    """
+    mu = x.mean(dim=-1, keepdim=True)
+    return (x - mu) / (x.std(dim=-1, keepdim=True) + eps)
