@@ -35,22 +35,28 @@ class EncoderLayer(nn.Module):
         self.ffn_block = SublayerConnection(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
+            raise ValueError(f"x: expected shape (B, S, {self.self_attn.d_model}), "
+                             f"but got {tuple(x.shape)}")
         x = self.attn_block(x, lambda y: self.self_attn(y, y, y, mask))                # (B, S, D)
         return self.ffn_block(x, self.ffn)                                             # (B, S, D)
 
 
 class Encoder(nn.Module):
-    """N encoder layers; with Pre-LN a final LayerNorm, since no sublayer normalises the output.
+    """N encoder layers and an optional final LayerNorm (on by default with Pre-LN, where no
+    sublayer normalises the stack's output).
 
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5,
+                 final_norm: bool | None = None):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
                                                  activation, eps) for _ in range(n_layers))
-        self.norm = LayerNorm(d_model, eps) if norm_first else nn.Identity()
+        use_norm = norm_first if final_norm is None else final_norm  # on by default with Pre-LN
+        self.norm = LayerNorm(d_model, eps) if use_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:

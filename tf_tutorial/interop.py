@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Callable
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 _CONVERTERS: dict[type, Callable[[nn.Module], nn.Module]] = {}
@@ -112,23 +113,83 @@ def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
     return ours
 
 
+def _activation_name(m: nn.Module) -> str:
+    """'relu' or 'gelu' for a torch Transformer layer; ValueError for anything else."""
+    act = m.activation
+    if act is F.relu or isinstance(act, nn.ReLU):
+        return "relu"
+    if act is F.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
+        return "gelu"
+    raise ValueError(f"from_torch({type(m).__name__}): expected a relu or gelu activation, "
+                     f"but got {act!r}")
+
+
+def _copy_linear_norm(pairs) -> None:
+    with torch.no_grad():
+        for mine, theirs in pairs:
+            mine.weight.copy_(theirs.weight)
+            mine.bias.copy_(theirs.bias)
+
+
+def _check_batch_first(m: nn.Module) -> None:
+    if not m.self_attn.batch_first:
+        raise ValueError(f"from_torch({type(m).__name__}): expected batch_first=True, but got False")
+
+
 @_converter(nn.TransformerEncoderLayer)
 def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
     from tf_tutorial.encoder import EncoderLayer
 
-    activation = getattr(m, "activation_relu_or_gelu", 0)
-    names = {1: "relu", 2: "gelu"}
-    if activation not in names:
-        raise ValueError(f"from_torch(nn.TransformerEncoderLayer): expected a relu or gelu "
-                         f"activation, but got {m.activation!r}")
+    _check_batch_first(m)
     ours = EncoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
-                        dropout=m.dropout.p, norm_first=m.norm_first, activation=names[activation],
-                        eps=m.norm1.eps)
-    ours.self_attn = convert_multihead_attention(m.self_attn)
+                        dropout=m.dropout.p, norm_first=m.norm_first,
+                        activation=_activation_name(m), eps=m.norm1.eps)
     _placed_like(ours, m)
-    with torch.no_grad():
-        for mine, theirs in ((ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
-                             (ours.attn_block.norm, m.norm1), (ours.ffn_block.norm, m.norm2)):
-            mine.weight.copy_(theirs.weight)
-            mine.bias.copy_(theirs.bias)
+    ours.self_attn = convert_multihead_attention(m.self_attn)
+    _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
+                       (ours.attn_block.norm, m.norm1), (ours.ffn_block.norm, m.norm2)])
     return ours
+
+
+@_converter(nn.TransformerDecoderLayer)
+def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
+    from tf_tutorial.decoder import DecoderLayer
+
+    _check_batch_first(m)
+    ours = DecoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
+                        dropout=m.dropout.p, norm_first=m.norm_first,
+                        activation=_activation_name(m), eps=m.norm1.eps)
+    _placed_like(ours, m)
+    ours.self_attn = convert_multihead_attention(m.self_attn)
+    ours.cross_attn = convert_multihead_attention(m.multihead_attn)
+    _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
+                       (ours.self_block.norm, m.norm1), (ours.cross_block.norm, m.norm2),
+                       (ours.ffn_block.norm, m.norm3)])
+    return ours
+
+
+def _convert_stack(m: nn.Module, ours: nn.Module) -> nn.Module:
+    ours.layers = nn.ModuleList(from_torch(layer) for layer in m.layers)
+    if m.norm is None:
+        ours.norm = nn.Identity()
+    else:
+        ours.norm = convert_layer_norm(m.norm)
+    return _placed_like(ours, m)
+
+
+@_converter(nn.TransformerEncoder)
+def convert_encoder(m: nn.TransformerEncoder) -> nn.Module:
+    from tf_tutorial.encoder import Encoder
+
+    first = m.layers[0]
+    return _convert_stack(m, Encoder(first.self_attn.embed_dim, first.self_attn.num_heads,
+                                     first.linear1.out_features, 0))
+
+
+@_converter(nn.TransformerDecoder)
+def convert_decoder(m: nn.TransformerDecoder) -> nn.Module:
+    from tf_tutorial.decoder import Decoder
+
+    first = m.layers[0]
+    return _convert_stack(m, Decoder(first.self_attn.embed_dim, first.self_attn.num_heads,
+                                     first.linear1.out_features, 0))

@@ -1,0 +1,69 @@
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.attention import causal_mask, padding_mask
+from tf_tutorial.decoder import Decoder, DecoderLayer
+from tf_tutorial.interop import from_torch, torch_attn_mask, torch_key_padding_mask
+
+B, S, T, D, H, FF = 2, 7, 5, 12, 3, 48
+SRC = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [3, 4, 5, 0, 0, 0, 0]])
+TGT = torch.tensor([[1, 8, 9, 10, 11], [1, 8, 9, 0, 0]])
+
+
+@pytest.fixture(autouse=True)
+def no_fast_path():
+    torch.backends.mha.set_fastpath_enabled(False)
+    yield
+    torch.backends.mha.set_fastpath_enabled(True)
+
+
+def masks():
+    self_mask = causal_mask(T) & padding_mask(TGT, 0)                     # (B, T, T)
+    return self_mask, padding_mask(SRC, 0)                               # (B, 1, S)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("final_norm", [False, True])
+def test_decoder_stack_equals_torch(norm_first, final_norm):
+    torch.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ref = nn.TransformerDecoder(layer, num_layers=2, norm=nn.LayerNorm(D) if final_norm else None)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    ref = ref.double().eval()
+    ours = from_torch(ref)
+    x, memory = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, S, D, dtype=torch.float64)
+    self_mask, memory_mask = masks()
+    expected = ref(x, memory, tgt_mask=torch_attn_mask(causal_mask(T)),
+                   tgt_key_padding_mask=torch_key_padding_mask(padding_mask(TGT, 0)),
+                   memory_key_padding_mask=torch_key_padding_mask(memory_mask))
+    real = TGT != 0
+    torch.testing.assert_close(ours(x, memory, self_mask, memory_mask)[real], expected[real])
+
+
+def test_no_peeking_changing_a_future_token_leaves_earlier_outputs_exactly():
+    torch.manual_seed(1)
+    dec = Decoder(D, H, FF, n_layers=2, dropout=0.0).eval()
+    x, memory = torch.randn(1, T, D), torch.randn(1, S, D)
+    changed = x.clone()
+    changed[0, 3] = torch.randn(D)                                        # edit position 3
+    a = dec(x, memory, causal_mask(T))
+    b = dec(changed, memory, causal_mask(T))
+    assert torch.equal(a[:, :3], b[:, :3])                                # positions 0..2: identical
+    assert not torch.allclose(a[:, 3:], b[:, 3:])
+
+
+def test_bad_input():
+    layer = DecoderLayer(D, H, FF)
+    with pytest.raises(ValueError, match=r"memory: expected shape \(2, S, 12\) to match x \(2, 5, 12\), but got \(3, 7, 12\)"):
+        layer(torch.randn(B, T, D), torch.randn(3, S, D))
+    with pytest.raises(ValueError, match=r"memory: expected shape \(2, S, 12\).*but got \(2, 7, 10\)"):
+        layer(torch.randn(B, T, D), torch.randn(B, S, 10))
+    with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast"):
+        layer(torch.randn(B, T, D), torch.randn(B, S, D), causal_mask(4))
+    with pytest.raises(ValueError, match="expected batch_first=True, but got False"):
+        from_torch(nn.TransformerDecoderLayer(D, H, FF))
+    with pytest.raises(TypeError, match="but got Transformer"):
+        from_torch(nn.Transformer(D, H, 1, 1, FF, batch_first=True))

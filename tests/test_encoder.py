@@ -1,0 +1,71 @@
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.attention import padding_mask
+from tf_tutorial.encoder import Encoder, EncoderLayer
+from tf_tutorial.interop import from_torch, torch_key_padding_mask
+
+B, S, D, H, FF = 2, 7, 12, 3, 48
+SRC = torch.tensor([[3, 4, 5, 6, 7, 0, 0], [3, 4, 5, 0, 0, 0, 0]])
+
+
+@pytest.fixture(autouse=True)
+def no_fast_path():
+    torch.backends.mha.set_fastpath_enabled(False)  # PyTorch's reference maths, not its fast kernel
+    yield
+    torch.backends.mha.set_fastpath_enabled(True)
+
+
+def jitter(module):
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    return module.double().eval()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("final_norm", [False, True])
+def test_encoder_stack_equals_torch(norm_first, final_norm):
+    torch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ref = jitter(nn.TransformerEncoder(layer, num_layers=3, norm=nn.LayerNorm(D) if final_norm else None,
+                                       enable_nested_tensor=False))
+    ours = from_torch(ref)
+    x = torch.randn(B, S, D, dtype=torch.float64)
+    keep = padding_mask(SRC, 0)
+    expected = ref(x, src_key_padding_mask=torch_key_padding_mask(keep))
+    real = keep[:, 0]                                          # compare non-padded positions
+    torch.testing.assert_close(ours(x, keep)[real], expected[real])
+
+
+def test_padding_does_not_change_real_positions():
+    torch.manual_seed(1)
+    enc = Encoder(D, H, FF, n_layers=2, dropout=0.0).eval()
+    x = torch.randn(1, 4, D)
+    short = enc(x, padding_mask(torch.ones(1, 4, dtype=torch.long), 0))
+    padded_x = torch.cat([x, torch.randn(1, 3, D)], dim=1)     # 3 pad positions with junk in them
+    tokens = torch.tensor([[1, 1, 1, 1, 0, 0, 0]])
+    long = enc(padded_x, padding_mask(tokens, 0))
+    torch.testing.assert_close(long[:, :4], short)
+
+
+def test_bidirectional_context():
+    torch.manual_seed(2)
+    enc = Encoder(D, H, FF, n_layers=2, dropout=0.0).eval()
+    word = torch.randn(D)
+    a = torch.stack([word, torch.randn(D), torch.randn(D)])[None]
+    b = torch.stack([word, torch.randn(D), torch.randn(D)])[None]
+    assert not torch.allclose(enc(a)[0, 0], enc(b)[0, 0])       # later words change the first
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match=r"x: expected shape \(B, S, 12\), but got \(2, 7, 10\)"):
+        EncoderLayer(D, H, FF)(torch.randn(B, S, 10))
+    with pytest.raises(ValueError, match="expected batch_first=True, but got False"):
+        from_torch(nn.TransformerEncoderLayer(D, H, FF))
+    weird = nn.TransformerEncoderLayer(D, H, FF, batch_first=True, activation=torch.tanh)
+    with pytest.raises(ValueError, match="expected a relu or gelu activation"):
+        from_torch(weird)
+    with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 5\) does not broadcast"):
+        EncoderLayer(D, H, FF)(torch.randn(B, S, D), torch.ones(B, 1, 5, dtype=torch.bool))
