@@ -72,3 +72,21 @@ def test_heatmap_has_colour_bar_and_token_ticks():
     with pytest.raises(ValueError, match=r"2-D matrix, but got shape \(2, 3, 4\)"):
         plotting.heatmap(ax, torch.rand(2, 3, 4), title="t", cbar_label="c")
     plt.close(fig)
+
+
+def test_layer_diagram_draws_every_box_without_missing_glyphs():
+    from matplotlib.patches import FancyBboxPatch
+
+    family = plotting.cjk_font()
+    with matplotlib.rc_context({"font.family": "sans-serif", "font.sans-serif": [family]}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig, ax = plt.subplots()
+            boxes = [("多头自注意力", "(B, S, D)", "w"), ("Add & Norm", "(B, S, D)", "w"),
+                     ("交叉注意力", "(B, T, D)", "w")]
+            plotting.layer_diagram(ax, boxes, title="编码器层", residuals=[(0, 1)],
+                                   side_inputs=[(2, "memory")], input_label="输入")
+            fig.canvas.draw()
+    assert sum(isinstance(p, FancyBboxPatch) for p in ax.patches) == 3
+    assert not [w for w in caught if "Glyph" in str(w.message)]
+    plt.close(fig)

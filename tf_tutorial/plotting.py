@@ -98,3 +98,44 @@ def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=
     if ylabel:
         ax.set_ylabel(ylabel)
     return image
+
+
+def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_label: str = ""):
+    """Draw a layer's data flow bottom to top: one box per step, its output shape beside it.
+
+    Args:
+        boxes: ``[(label, shape_text, colour), ...]`` from input side to output side.
+        residuals: ``[(i, j), ...]``: a shortcut from the input of box i to box j (Add & Norm).
+        side_inputs: ``[(i, text), ...]``: an arrow entering box i from the right (e.g. memory).
+        input_label: text under the first box (what flows in).
+    """
+    from matplotlib.patches import FancyBboxPatch
+
+    width, height, gap = 3.2, 0.62, 0.5
+    y = [i * (height + gap) for i in range(len(boxes))]
+    for (label, shape, colour), yi in zip(boxes, y):
+        ax.add_patch(FancyBboxPatch((-width / 2, yi), width, height, boxstyle="round,pad=0.05",
+                                    fc=colour, ec="0.3"))
+        ax.text(0, yi + height / 2, label, ha="center", va="center", fontsize=10)
+        ax.text(width / 2 + 0.25, yi + height / 2, shape, ha="left", va="center", fontsize=8,
+                color="0.35")
+    for yi in y[:-1]:
+        ax.annotate("", xy=(0, yi + height + gap), xytext=(0, yi + height),
+                    arrowprops=dict(arrowstyle="->", color="0.3"))
+    ax.annotate("", xy=(0, 0), xytext=(0, -gap), arrowprops=dict(arrowstyle="->", color="0.3"))
+    ax.text(0, -gap - 0.12, input_label, ha="center", va="top", fontsize=9)
+    ax.annotate("", xy=(0, y[-1] + height + gap), xytext=(0, y[-1] + height),
+                arrowprops=dict(arrowstyle="->", color="0.3"))
+    for k, (i, j) in enumerate(residuals):
+        x_left = -width / 2 - 0.35 - 0.25 * (k % 2)
+        start = y[i] - gap / 2
+        ax.plot([0, x_left, x_left], [start, start, y[j] + height / 2], color="C3", lw=1.2)
+        ax.annotate("", xy=(-width / 2, y[j] + height / 2), xytext=(x_left, y[j] + height / 2),
+                    arrowprops=dict(arrowstyle="->", color="C3", lw=1.2))
+    for i, text in side_inputs:
+        ax.annotate(text, xy=(width / 2, y[i] + height * 0.3), xytext=(width / 2 + 1.6, y[i] - 0.55),
+                    fontsize=8, ha="left", arrowprops=dict(arrowstyle="->", color="C0"))
+    ax.set_xlim(-width / 2 - 1.2, width / 2 + 3.2)
+    ax.set_ylim(-gap - 0.6, y[-1] + height + gap + 0.2)
+    ax.axis("off")
+    ax.set_title(title)
