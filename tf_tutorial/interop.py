@@ -131,20 +131,20 @@ def _copy_linear_norm(pairs) -> None:
             mine.bias.copy_(theirs.bias)
 
 
-def _check_batch_first(m: nn.Module) -> None:
+def _layer_kwargs(m: nn.Module) -> dict:
+    """Our layer's constructor arguments, read off a torch encoder or decoder layer."""
     if not m.self_attn.batch_first:
         raise ValueError(f"from_torch({type(m).__name__}): expected batch_first=True, but got False")
+    return dict(d_model=m.self_attn.embed_dim, n_heads=m.self_attn.num_heads,
+                d_ff=m.linear1.out_features, dropout=m.dropout.p, norm_first=m.norm_first,
+                activation=_activation_name(m), eps=m.norm1.eps)
 
 
 @_converter(nn.TransformerEncoderLayer)
 def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
     from tf_tutorial.encoder import EncoderLayer
 
-    _check_batch_first(m)
-    ours = EncoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
-                        dropout=m.dropout.p, norm_first=m.norm_first,
-                        activation=_activation_name(m), eps=m.norm1.eps)
-    _placed_like(ours, m)
+    ours = _placed_like(EncoderLayer(**_layer_kwargs(m)), m)
     ours.self_attn = convert_multihead_attention(m.self_attn)
     _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
                        (ours.attn_block.norm, m.norm1), (ours.ffn_block.norm, m.norm2)])
@@ -155,11 +155,7 @@ def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
 def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
     from tf_tutorial.decoder import DecoderLayer
 
-    _check_batch_first(m)
-    ours = DecoderLayer(m.self_attn.embed_dim, m.self_attn.num_heads, m.linear1.out_features,
-                        dropout=m.dropout.p, norm_first=m.norm_first,
-                        activation=_activation_name(m), eps=m.norm1.eps)
-    _placed_like(ours, m)
+    ours = _placed_like(DecoderLayer(**_layer_kwargs(m)), m)
     ours.self_attn = convert_multihead_attention(m.self_attn)
     ours.cross_attn = convert_multihead_attention(m.multihead_attn)
     _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
