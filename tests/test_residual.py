@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from tf_tutorial.attention import padding_mask
-from tf_tutorial.encoder import Encoder, EncoderLayer
+from tf_tutorial.encoder import Encoder
 from tf_tutorial.interop import from_torch, torch_key_padding_mask
 from tf_tutorial.norm import LayerNorm
 from tf_tutorial.residual import DeepStack, SublayerConnection, gradient_norms
@@ -71,5 +71,5 @@ def test_bad_input():
         DeepStack(D, 3, norm="middle")
     with pytest.raises(ValueError, match="warmup_steps must be >= 0, but got -1"):
         warmup_schedule(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), -1)
-    assert isinstance(Encoder(D, 3, 48, 2, norm_first=True).norm, LayerNorm)
-    assert isinstance(EncoderLayer(D, 3, 48), nn.Module)
+    assert isinstance(Encoder(D, 3, 48, 2, norm_first=True).norm, LayerNorm)  # Pre-LN: final norm
+    assert isinstance(Encoder(D, 3, 48, 2, norm_first=False).norm, nn.Identity)
