@@ -12,8 +12,7 @@ from torch import nn
 
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.norm import LayerNorm
-from tf_tutorial.residual import SublayerConnection
+from tf_tutorial.residual import SublayerConnection, stack_norm
 
 
 def _check_pair(x: torch.Tensor, memory: torch.Tensor, d_model: int) -> None:
@@ -65,8 +64,7 @@ class Decoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
                                                  activation, eps) for _ in range(n_layers))
-        use_norm = norm_first if final_norm is None else final_norm
-        self.norm = LayerNorm(d_model, eps) if use_norm else nn.Identity()
+        self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         for layer in self.layers:

@@ -11,8 +11,7 @@ from torch import nn
 
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.norm import LayerNorm
-from tf_tutorial.residual import SublayerConnection
+from tf_tutorial.residual import SublayerConnection, stack_norm
 
 
 class EncoderLayer(nn.Module):
@@ -55,8 +54,7 @@ class Encoder(nn.Module):
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
                                                  activation, eps) for _ in range(n_layers))
-        use_norm = norm_first if final_norm is None else final_norm  # on by default with Pre-LN
-        self.norm = LayerNorm(d_model, eps) if use_norm else nn.Identity()
+        self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:

@@ -82,3 +82,14 @@ def gradient_norms(stack: DeepStack, x: torch.Tensor) -> torch.Tensor:
     stack.zero_grad(set_to_none=True)
     stack(x).pow(2).mean().backward()
     return torch.stack([block[0].weight.grad.norm() for block in stack.blocks])
+
+
+def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
+               eps: float = 1e-5) -> nn.Module:
+    """The norm after a stack of layers: a LayerNorm, or the identity.
+
+    ``enabled=None`` follows the placement: on for Pre-LN (no sublayer normalises the stack's
+    output there), off for Post-LN (the last sublayer already did).
+    """
+    use = norm_first if enabled is None else enabled
+    return LayerNorm(d_model, eps) if use else nn.Identity()
