@@ -55,13 +55,23 @@ class MultiHeadAttention(nn.Module):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name}: expected shape (B, L, {self.d_model}), "
                                  f"but got {tuple(t.shape)}")
+        k, v = self.project_kv(key, value)                                   # (B, H, Lk, Dh)
+        return self.attend(query, k, v, mask, return_weights)
+
+    def project_kv(self, key, value):
+        """Keys and values, split into heads: (B, Lk, D) → two (B, H, Lk, Dh).
+
+        Separate from :meth:`attend` so that a decoder can keep them (the KV cache, chapter 10).
+        """
+        return self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
+
+    def attend(self, query, k, v, mask=None, return_weights: bool = False):
+        """query (B, Lq, D) against projected k, v (B, H, Lk, Dh) → (B, Lq, D)."""
         if mask is not None:
-            check_mask(mask, (query.shape[0], query.shape[1], key.shape[1]))     # (B, Lq, Lk)
+            check_mask(mask, (query.shape[0], query.shape[1], k.shape[2]))  # (B, Lq, Lk)
             if mask.dim() == 3:
                 mask = mask[:, None]  # (B, 1, Lq, Lk): the same mask for every head
         q = self.split_heads(self.w_q(query))                                # (B, H, Lq, Dh)
-        k = self.split_heads(self.w_k(key))                                  # (B, H, Lk, Dh)
-        v = self.split_heads(self.w_v(value))                                # (B, H, Lk, Dh)
         p = self.dropout if self.training else 0.0
         if self.fused and not return_weights:
             out, weights = fused_attention(q, k, v, mask, dropout_p=p), None
