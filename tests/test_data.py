@@ -1,0 +1,87 @@
+"""Corpus splits, vocabulary and batching."""
+import pytest
+import torch
+
+from tf_tutorial.data import (MAX_TRAIN_LEN, Vocab, batches, encode_pairs, make_corpus, pad, tokenize_en)
+from tf_tutorial.grammar import Grammar
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=4)
+
+
+def test_splits_share_no_sentence(corpus):
+    keys = [{" ".join(en) for en, _ in split} for split in (corpus.train, corpus.valid, corpus.test, corpus.general)]
+    assert [len(k) for k in keys] == [3000, 200, 200, 60]
+    for i in range(4):
+        for j in range(i + 1, 4):
+            assert not keys[i] & keys[j]
+
+
+def test_generalisation_split_is_deeper_and_longer(corpus):
+    # depth is recomputed independently: count relative pronouns that open a clause
+    def depth_bound(en):
+        return sum(w in ("that", "who") for w in en[1:])
+    assert max(len(en) for en, _ in corpus.train) <= MAX_TRAIN_LEN
+    assert min(depth_bound(en) for en, _ in corpus.general) >= 3
+    s = corpus.summary()
+    assert s["general"]["mean_en_len"] > 1.5 * s["train"]["mean_en_len"]
+    assert s["general"]["max_en_len"] > s["train"]["max_en_len"]
+
+
+def test_corpus_is_deterministic_from_seed(corpus):
+    again = make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=4)
+    assert again.train == corpus.train and again.general == corpus.general
+    assert make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=5).test != corpus.test
+
+
+def test_vocab_round_trip(corpus):
+    v = corpus.tgt_vocab
+    assert v.itos[:4] == ["<pad>", "<bos>", "<eos>", "<unk>"]
+    for _, zh in corpus.valid[:50]:
+        ids = v.encode(zh, bos=True, eos=True)
+        assert ids[0] == v.bos_id and ids[-1] == v.eos_id
+        if all(t in v for t in zh):
+            assert v.decode(ids) == zh
+    assert Vocab(["b", "a"]).encode(["a", "zzz"]) == [4, 3]          # unknown → UNK
+    assert v.decode(torch.tensor([v.bos_id, 5, v.eos_id, 6])) == [v.itos[5]]   # stops at EOS
+
+
+def test_every_train_word_is_in_the_vocab_and_sizes_reach_1000():
+    c = make_corpus(n_train=40_000, n_valid=10, n_test=10, n_general=1, seed=0)
+    assert len(c.src_vocab) > 1000 and len(c.tgt_vocab) > 1000
+    assert all(t in c.src_vocab for en, _ in c.train[:500] for t in en)
+
+
+def test_batches_bucket_by_length_and_cover_everything(corpus):
+    enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
+    seen, pad_fraction = 0, []
+    for src, tgt in batches(enc, 32, seed=1):
+        assert src.dtype == torch.long and src.shape[0] == tgt.shape[0] <= 32
+        assert (tgt[:, 0] == corpus.tgt_vocab.bos_id).all()
+        seen += src.shape[0]
+        pad_fraction.append((src == 0).float().mean().item())
+    assert seen == len(enc)
+    assert sum(pad_fraction) / len(pad_fraction) < 0.1     # random batches pad far more
+    order1 = [s[0].tolist() for s, _ in batches(enc, 32, seed=1)]
+    assert order1 == [s[0].tolist() for s, _ in batches(enc, 32, seed=1)]
+    assert order1 != [s[0].tolist() for s, _ in batches(enc, 32, seed=2)]
+
+
+def test_pad_and_tokenize():
+    assert pad([[5, 6, 7], [8]], 0).tolist() == [[5, 6, 7], [8, 0, 0]]
+    assert tokenize_en("I love China.") == ["I", "love", "China", "."]
+    assert tokenize_en("did Tom's dog bite you?") == ["did", "Tom", "'s", "dog", "bite", "you", "?"]
+
+
+def test_bad_sizes_are_rejected():
+    with pytest.raises(ValueError, match="n_train must be a positive integer, but got 0"):
+        make_corpus(n_train=0)
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        next(batches([([1], [1, 2])], 0))
+
+
+def test_grammar_depth_matches_generator_flag():
+    gr = Grammar(max_depth=0)
+    assert all(gr.sentence()[2] == 0 for _ in range(300))

@@ -1,0 +1,534 @@
+"""第 10 章：生成英中句对的文法（确定、可复现、一句一译）。
+
+Every sentence is built as a small tree and rendered twice, once in English word order and
+once in Chinese word order. The tree is what makes each English sentence have exactly one
+Chinese translation; the phenomena are the ones a translation model needs attention for:
+time and place phrases move before the verb, measure words are chosen by the noun, English
+number words are regrouped into 万 and 亿, relative clauses and "about" phrases move before
+the noun, 了 / 没有 / 不 / 会 / 正在 mark aspect and negation, 因为 … 所以 reorders clauses.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from tf_tutorial import lexicon
+
+DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
+ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+        "fifteen sixteen seventeen eighteen nineteen").split()
+TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
+
+
+def number_en(n: int) -> list[str]:
+    """1 ≤ n < 10⁹ in English words, grouped by thousands: 305000 → three hundred and five thousand."""
+    if not 1 <= n < 10**9:
+        raise ValueError(f"n must be in [1, 10^9), but got {n}")
+
+    def below_1000(v: int) -> list[str]:
+        words = [ONES[v // 100], "hundred"] if v >= 100 else []
+        v %= 100
+        if v and words:
+            words.append("and")
+        if v >= 20:
+            words += [TENS[v // 10]] + ([ONES[v % 10]] if v % 10 else [])
+        elif v:
+            words.append(ONES[v])
+        return words
+
+    out = []
+    for scale, name in ((10**6, "million"), (10**3, "thousand"), (1, None)):
+        group = n // scale % 1000
+        if group:
+            out += below_1000(group) + ([name] if name else [])
+    return out
+
+
+def number_zh(n: int) -> list[str]:
+    """1 ≤ n < 10⁹ in Chinese numerals, one token per character, grouped by 万 and 亿 with the 零 rules.
+
+    305000 → 三 十 万 五 千;  1005 → 一 千 零 五;  100000005 → 一 亿 零 五;  15 → 十 五.
+    """
+    if not 1 <= n < 10**9:
+        raise ValueError(f"n must be in [1, 10^9), but got {n}")
+
+    def section(v: int) -> list[str]:             # 1 ≤ v ≤ 9999, with zeros inside it
+        out, zero, started = [], False, False
+        for d, unit in ((v // 1000, "千"), (v // 100 % 10, "百"), (v // 10 % 10, "十"), (v % 10, "")):
+            if d == 0:
+                zero = zero or started
+                continue
+            out += (["零"] if zero else []) + [DIGITS[d]] + ([unit] if unit else [])
+            zero, started = False, True
+        return out
+
+    out, gap = [], False
+    for value, unit in ((n // 10**8, "亿"), (n // 10**4 % 10**4, "万"), (n % 10**4, "")):
+        if value == 0:
+            gap = gap or bool(out)
+            continue
+        if out and (gap or value < 1000):      # a missing 千 or a whole empty section reads 零
+            out.append("零")
+        out += section(value) + ([unit] if unit else [])
+        gap = False
+    return out[1:] if out[:2] == ["一", "十"] else out      # 十五, not 一十五, at the front
+
+
+# --- the lexicon, parsed once ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Noun:
+    en: str
+    en_plural: str
+    zh: tuple
+    measure: str
+    cls: str
+
+
+@dataclass(frozen=True)
+class Verb:
+    base: str
+    past: str
+    zh: str
+    subjects: str
+    objects: str
+    stative: bool
+
+    @property
+    def third(self) -> str:
+        return _third_person(self.base)
+
+    @property
+    def ing(self) -> str:
+        b = self.base
+        if b in ("run", "swim", "forget", "shop"):
+            return b + b[-1] + "ing"
+        if b.endswith("e") and not b.endswith("ee"):
+            return b[:-1] + "ing"
+        return b + "ing"
+
+
+def _third_person(base: str) -> str:
+    if base.endswith(("s", "sh", "ch", "x", "o")):
+        return base + "es"
+    if base.endswith("y") and base[-2] not in "aeiou":
+        return base[:-1] + "ies"
+    return base + "s"
+
+
+def _plural(word: str) -> str:
+    if word.endswith(("s", "sh", "ch", "x")):
+        return word + "es"
+    if word.endswith("y") and word[-2] not in "aeiou":
+        return word[:-1] + "ies"
+    return word + "s"
+
+
+def _entries(text: str, sep: str = "|"):
+    return [e.strip() for line in text.strip().splitlines() for e in line.split(sep) if e.strip()]
+
+
+def _nouns() -> list[Noun]:
+    nouns = []
+    for e in _entries(lexicon.NOUNS):
+        en, zh, mw, cls = e.split()
+        sg, _, pl = en.partition("/")
+        sg = sg.replace("_", " ")
+        nouns.append(Noun(sg, pl.replace("_", " ") or _plural(sg), (zh,), mw, cls))
+    return nouns
+
+
+NOUNS = _nouns()
+NOUNS_BY_CLASS = {c: [n for n in NOUNS if n.cls == c] for c in "PARFDVWTB"}
+PLACES = [tuple(e.split()) for e in _entries(lexicon.PLACES)]
+GIVEN = [tuple(e.split()) for e in _entries(lexicon.GIVEN_NAMES)]
+SURNAMES = [tuple(e.split()) for e in _entries(lexicon.SURNAMES)]
+TITLES = [tuple(e.split()) for e in _entries(lexicon.TITLES)]
+TOPICS = [(en.split(), zh.split()) for en, zh in (e.split("|") for e in _entries(lexicon.TOPICS, ";"))]
+VERBS = [Verb(*e.split()[:5], stative=e.endswith(" s")) for e in _entries(lexicon.VERBS)]
+INTRANSITIVE = [Verb(*e.split(), objects="", stative=False) for e in _entries(lexicon.INTRANSITIVE)]
+ADJECTIVES = [(en, None if comp == "-" else comp, [zh] if bare else [zh, "的"])
+              for en, comp, zh, *bare in (e.split() for e in _entries(lexicon.ADJECTIVES))]
+TIMES = [(en.split(), zh.split(), tenses) for en, zh, tenses in
+         (e.split("|") for e in _entries(lexicon.TIMES, ";"))]
+PRONOUNS = {  # subject, object, possessive, Chinese, third person singular
+    "I": ("I", "me", "my", "我", False), "you": ("you", "you", "your", "你", False),
+    "he": ("he", "him", "his", "他", True), "she": ("she", "her", "her", "她", True),
+    "we": ("we", "us", "our", "我们", False), "they": ("they", "them", "their", "他们", False),
+}
+GIVE = Verb("give", "gave", "给", "P", "RFDTA", stative=False)
+LIVE = Verb("live", "lived", "住", "P", "", stative=False)
+
+
+@dataclass
+class Phrase:
+    """A rendered piece of a sentence: its English and Chinese tokens and what agreement needs."""
+
+    en: list
+    zh: list
+    plural: bool = False
+    third: bool = True            # takes "reads", not "read", in the present
+    depth: int = 0                # relative clauses nested inside
+    has_rel: bool = False         # ends in a relative clause (nothing may follow it in English)
+    cls: str = ""
+    noun: Noun | None = None
+
+
+def _article(word: str) -> str:
+    vowel = word[0] in "aeio" or (word[0] == "u" and not word.startswith(("us", "uni")))
+    return "an" if vowel else "a"
+
+
+# --- rendering: a choice of words → English and Chinese, no randomness -----------------------
+
+def find(table, en: str):
+    """The lexicon entry whose English is ``en`` (tests and the chapter build sentences by hand)."""
+    for entry in table:
+        key = entry.en if isinstance(entry, Noun) else entry.base if isinstance(entry, Verb) else entry[0]
+        if key == en or (isinstance(key, list) and " ".join(key) == en):
+            return entry
+    raise KeyError(f"{en!r} is not in this table of the lexicon")
+
+
+def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None, topic=None,
+              n: int | None = None, owner=None) -> Phrase:
+    """English: det adj noun [about topic];  Chinese: [owner 的] [一/这/数 量词] [关于 topic 的] adj noun.
+
+    det: "the" (no Chinese word), "a", "num" (with ``n``), "this" ("these" when plural),
+    "poss" (with ``owner``: a pronoun key such as "I", or a name Phrase).
+    """
+    if det == "num":
+        plural = n > 1
+    en_head = ([adj[0]] if adj else []) + [noun.en_plural if plural else noun.en]
+    zh_head = (["关于"] + topic[1] + ["的"] if topic else []) + (adj[2] if adj else []) + list(noun.zh)
+    if det == "num":
+        en_det, zh_det = number_en(n), (["两"] if n == 2 else number_zh(n)) + [noun.measure]
+    elif det == "a":
+        en_det, zh_det = [_article(en_head[0])], ["一", noun.measure]
+    elif det == "this":
+        en_det, zh_det = (["these"], ["这些"]) if plural else (["this"], ["这", noun.measure])
+    elif det == "poss" and isinstance(owner, Phrase):
+        en_det, zh_det = owner.en + ["'s"], owner.zh + ["的"]
+    elif det == "poss":
+        en_det, zh_det = [PRONOUNS[owner][2]], [PRONOUNS[owner][3], "的"]
+    elif det == "the":
+        en_det, zh_det = ["the"], []
+    else:
+        raise ValueError(f"det must be one of the, a, num, this, poss, but got {det!r}")
+    en = en_det + en_head + (["about"] + topic[0] if topic else [])
+    return Phrase(en, zh_det + zh_head, plural=plural, third=not plural, cls=noun.cls, noun=noun)
+
+
+def add_relative(head: Phrase, clause: Phrase) -> Phrase:
+    """'the book' + 'that I bought yesterday' → 我 昨天 买 的 书 (the clause moves before the noun)."""
+    return Phrase(head.en + clause.en, clause.zh + ["的"] + head.zh, plural=head.plural, third=head.third,
+                  depth=clause.depth + 1, has_rel=True, cls=head.cls, noun=head.noun)
+
+
+def render_clause(subj: Phrase, verb: Verb, obj: Phrase, tense: str = "present", neg: bool = False,
+                  time: Phrase | None = None, place: Phrase | None = None) -> Phrase:
+    """S V O [place] [time] → S [time] [在 place] V [了] O.
+
+    If O ends in a relative clause, a time phrase goes to the front of the English sentence and
+    the place phrase is dropped: after the clause they could be read as part of it.
+    """
+    none = Phrase([], [])
+    time, place = time or none, place or none
+    en_v, aux, v = verb_group(verb, tense, neg, subj)
+    if obj.has_rel and (time.en or place.en):
+        place = none
+        en = time.en + ([","] if time.en else []) + subj.en + en_v + obj.en
+    else:
+        en = subj.en + en_v + obj.en + place.en + time.en
+    zh = subj.zh + time.zh + aux + place.zh + v + obj.zh
+    return Phrase(en, zh, depth=max(subj.depth, obj.depth))
+
+
+def pronoun(key: str, role: str = "subj") -> Phrase:
+    subj, obj, _, zh, third = PRONOUNS[key]
+    return Phrase([subj if role == "subj" else obj], [zh], plural=key in ("we", "they", "you"),
+                  third=third, cls="P")
+
+
+def place_phrase(where: Phrase) -> Phrase:
+    """at the library → 在 图书馆;  in Beijing → 在 北京."""
+    return Phrase(["in" if where.cls == "C" else "at"] + where.en, ["在"] + where.zh)
+
+
+def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = False):
+    """English verb group; Chinese aspect/negation words and the verb (with 了 after a past
+    verb in a main clause). A 在-phrase goes between the two Chinese parts."""
+    third = subj.third and not subj.plural
+    if tense == "past":
+        en = ["did", "not", verb.base] if neg else [verb.past]
+        aux = ["没有"] if neg else []
+        v = [verb.zh] if neg or rel or verb is LIVE else [verb.zh, "了"]
+    elif tense == "present":
+        do = "does" if third else "do"
+        en = [do, "not", verb.base] if neg else [verb.third if third else verb.base]
+        aux, v = (["不"] if neg else []), [verb.zh]
+    elif tense == "future":
+        en = ["will", "not", verb.base] if neg else ["will", verb.base]
+        aux, v = (["不", "会"] if neg else ["会"]), [verb.zh]
+    else:                                              # progressive
+        be = "am" if subj.en == ["I"] else "is" if third else "are"
+        en, aux, v = [be, verb.ing], ["正在"], [verb.zh]
+    return en, aux, v
+
+
+@dataclass
+class Grammar:
+    """Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds the nesting.
+
+    ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``; ``deep=True`` makes
+    nesting likely (for the generalisation split).
+    """
+
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    max_depth: int = 2
+    rel_p: float = 0.5
+    deep: bool = False            # every noun phrase that may take a relative clause takes "the"
+
+    # --- noun phrases --------------------------------------------------------------------
+    def name(self) -> Phrase:
+        if self.rng.random() < 0.5:
+            en, zh = self.rng.choice(GIVEN)
+            return Phrase([en], [zh], cls="P")
+        (sen, szh), (ten, tzh) = self.rng.choice(SURNAMES), self.rng.choice(TITLES)
+        return Phrase([ten, sen], [szh, tzh], cls="P")
+
+    def pronoun(self, role: str) -> Phrase:
+        return pronoun(self.rng.choice(list(PRONOUNS)), role)
+
+    def city(self) -> Phrase:
+        en, zh = self.rng.choice(PLACES)
+        return Phrase([en], [zh], cls="C")
+
+    def argument(self, classes: str, role: str, depth: int, rel: bool = True) -> Phrase:
+        """Anything that can fill a subject or object slot of a verb taking ``classes``."""
+        r = self.rng.random()
+        if "C" in classes and (r < 0.3 or classes == "C"):
+            return self.city()
+        if "P" in classes and r < 0.55:
+            return self.pronoun(role) if r < 0.35 else self.name()
+        return self.noun_phrase(classes.replace("C", ""), depth, rel)
+
+    def quantity(self) -> int:
+        """Small counts often; otherwise 1 to 9 digits, often round (305000)."""
+        rng = self.rng
+        if rng.random() < 0.4:
+            return rng.randint(1, 20)
+        digits = rng.randint(2, 9)
+        n = rng.randrange(10 ** (digits - 1), 10 ** digits)
+        if rng.random() < 0.6:                        # keep 1-3 significant digits
+            unit = 10 ** max(digits - rng.randint(1, 3), 0)
+            n = max(n // unit * unit, 1)
+        return n
+
+    def noun_phrase(self, classes: str, depth: int, rel: bool = True,
+                    dets: tuple = ("the", "a", "num", "this", "poss")) -> Phrase:
+        rng = self.rng
+        noun = rng.choice(NOUNS_BY_CLASS[rng.choice(classes)])
+        weights = {"the": 5, "a": 3, "num": 2, "this": 1, "poss": 2}
+        det = rng.choices(dets, [weights[d] for d in dets])[0]
+        if self.deep and rel and depth > 0 and "the" in dets:
+            det = "the"
+        plural = rng.random() < 0.4 if det in ("the", "this", "poss") else False
+        adj = rng.choice(ADJECTIVES) if rng.random() < 0.2 else None
+        topic = rng.choice(TOPICS) if noun.cls == "R" and rng.random() < 0.3 else None
+        n = self.quantity() if det == "num" else None
+        owner = None
+        if det == "poss":
+            owner = self.name() if rng.random() < 0.4 else rng.choice(list(PRONOUNS))
+        phrase = render_np(noun, det, plural, adj, topic, n, owner)
+        if det == "the" and rel and depth > 0 and rng.random() < self.rel_p:
+            return add_relative(phrase, self.relative(phrase, depth - 1))
+        return phrase
+
+    # --- clauses -------------------------------------------------------------------------
+    def relative(self, head: Phrase, depth: int) -> Phrase:
+        """'that I bought yesterday' → 我 昨天 买 的 (the head noun follows in Chinese)."""
+        rng = self.rng
+        who = "who" if head.cls == "P" else "that"
+        tense = rng.choice(["past", "present"])
+        neg = rng.random() < 0.15
+        subject_gap = [v for v in VERBS if head.cls in v.subjects and v.objects]
+        object_gap = [v for v in VERBS if head.cls in v.objects]
+        if rng.random() < 0.5 and subject_gap:
+            verb = rng.choice(subject_gap)
+            tense = "present" if verb.stative else tense
+            obj = self.argument(verb.objects, "obj", depth)
+            en_v, aux, v = verb_group(verb, tense, neg, head, rel=True)
+            en = [who] + en_v + obj.en
+            time, place = self.adjuncts(tense, not obj.has_rel, head.cls)
+            zh = time.zh + aux + place.zh + v + obj.zh
+            return Phrase(en + place.en + time.en, zh, depth=obj.depth)
+        verb = rng.choice(object_gap)
+        tense = "present" if verb.stative else tense
+        subj = self.argument(verb.subjects, "subj", depth, rel=False)
+        en_v, aux, v = verb_group(verb, tense, neg, subj, rel=True)
+        time, place = self.adjuncts(tense, True, subj.cls)
+        zh = subj.zh + time.zh + aux + place.zh + v
+        return Phrase([who] + subj.en + en_v + place.en + time.en, zh, depth=subj.depth)
+
+    def adjuncts(self, tense: str, allowed: bool, subj_cls: str):
+        """Optional time and place phrases: English puts them last, Chinese before the verb."""
+        rng, none = self.rng, Phrase([], [])
+        if not allowed or tense == "progressive":
+            return none, none
+        time = none
+        if rng.random() < 0.35:
+            code = {"past": "p", "present": "n", "future": "f"}[tense]
+            en, zh, _ = rng.choice([t for t in TIMES if code in t[2]])
+            time = Phrase(list(en), list(zh))
+        place = none
+        if subj_cls in "PA" and rng.random() < 0.3:
+            where = self.city() if rng.random() < 0.3 else self.noun_phrase("B", 0, rel=False)
+            place = place_phrase(where)
+        return time, place
+    def subject(self, classes: str, depth: int) -> Phrase:
+        return self.argument(classes, "subj", depth)
+
+    def transitive(self, depth: int, tense: str | None = None, neg: bool | None = None) -> Phrase:
+        """S V O [place] [time] → S [time] [在 place] V [了] O; a relative clause on O sends the
+        English time phrase to the front (so that it cannot be read as part of the clause)."""
+        rng = self.rng
+        verb = rng.choice(VERBS)
+        tense = tense or rng.choices(["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
+        tense = "present" if verb.stative else tense
+        if tense == "past" and verb.past == verb.base:
+            tense = "present" if rng.random() < 0.5 else "future"   # 'I read' could be either
+        neg = (rng.random() < 0.2 and tense != "progressive") if neg is None else neg
+        subj = self.subject(verb.subjects, depth)
+        obj = self.argument(verb.objects, "obj", depth)
+        time, place = self.adjuncts(tense, True, subj.cls)
+        return render_clause(subj, verb, obj, tense, neg, time, place)
+
+    def intransitive(self, depth: int) -> Phrase:
+        rng = self.rng
+        verb = rng.choice(INTRANSITIVE + [LIVE] * 4)
+        tense = rng.choices(["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
+        if verb is LIVE and tense == "progressive":
+            tense = "present"
+        neg = rng.random() < 0.2 and tense != "progressive"
+        subj = self.subject(verb.subjects, depth)
+        en_v, aux, v = verb_group(verb, tense, neg, subj)
+        time, place = self.adjuncts(tense, True, subj.cls)
+        if verb is LIVE:                                  # 住 在 北京: the place follows the verb
+            c = self.city()
+            return Phrase(subj.en + en_v + ["in"] + c.en + time.en,
+                          subj.zh + time.zh + aux + v + ["在"] + c.zh, depth=subj.depth)
+        return Phrase(subj.en + en_v + place.en + time.en,
+                      subj.zh + time.zh + aux + place.zh + v, depth=subj.depth)
+
+    def give(self, depth: int) -> Phrase:
+        """S gave P X → S 给 了 P X."""
+        tense = self.rng.choice(["past", "present", "future"])
+        neg = self.rng.random() < 0.2
+        subj = self.subject("P", depth)
+        to = self.argument("P", "obj", 0, rel=False)
+        thing = self.argument(GIVE.objects, "obj", depth)
+        en_v, aux, v = verb_group(GIVE, tense, neg, subj)
+        time, _ = self.adjuncts(tense, not thing.has_rel, "")
+        return Phrase(subj.en + en_v + to.en + thing.en + time.en,
+                      subj.zh + time.zh + aux + v + to.zh + thing.zh, depth=max(subj.depth, thing.depth))
+
+    def describe(self, depth: int) -> Phrase:
+        """X is (very / not) ADJ → X 很 / 非常 / 不 ADJ;  X is ADJer than Y → X 比 Y ADJ."""
+        rng = self.rng
+        cls = rng.choice("PATRVB")
+        subj = self.noun_phrase(cls, depth) if cls != "P" or rng.random() < 0.6 else self.name()
+        be = ["are"] if subj.plural else ["is"]
+        en_adj, comp, zh_adj = rng.choice(ADJECTIVES)
+        if comp and rng.random() < 0.5:
+            other = self.noun_phrase(cls, 0, rel=False) if cls != "P" else self.name()
+            return Phrase(subj.en + be + [comp, "than"] + other.en,
+                          subj.zh + ["比"] + other.zh + zh_adj[:1], depth=subj.depth)
+        adv_en, adv_zh = rng.choice([([], "很"), (["very"], "非常"), (["not"], "不")])
+        return Phrase(subj.en + be + adv_en + [en_adj], subj.zh + [adv_zh] + zh_adj[:1], depth=subj.depth)
+
+    def there_is(self, depth: int) -> Phrase:
+        """there are N X in the B → B 里 有 N 量词 X."""
+        where = self.noun_phrase("B", 0, rel=False, dets=("the", "this", "poss"))
+        thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False, dets=("a", "num"))
+        be = "are" if thing.plural else "is"
+        return Phrase(["there", be] + thing.en + ["in"] + where.en, where.zh + ["里", "有"] + thing.zh)
+
+    def want(self, depth: int) -> Phrase:
+        """S wants to V O → S 想 V O."""
+        verb = self.rng.choice([v for v in VERBS if not v.stative and "P" in v.subjects])
+        subj = self.subject("P", depth)
+        obj = self.argument(verb.objects, "obj", depth)
+        third = subj.third and not subj.plural
+        neg = self.rng.random() < 0.2
+        en_w = (["does" if third else "do", "not", "want"] if neg else ["wants" if third else "want"])
+        return Phrase(subj.en + en_w + ["to", verb.base] + obj.en,
+                      subj.zh + (["不"] if neg else []) + ["想", verb.zh] + obj.zh,
+                      depth=max(subj.depth, obj.depth))
+
+    # --- questions -----------------------------------------------------------------------
+    def _question_verb(self, verb: Verb, tense: str, subj: Phrase):
+        third = subj.third and not subj.plural
+        if tense == "past":
+            return ["did"], [verb.base], [], [verb.zh, "了"]
+        if tense == "future":
+            return ["will"], [verb.base], ["会"], [verb.zh]
+        return ["does" if third else "do"], [verb.base], [], [verb.zh]
+
+    def question(self, depth: int) -> Phrase:
+        """Yes/no (… 吗), what/who as object or subject, where, how many: the Chinese keeps the
+        statement's word order and puts 什么 / 谁 / 哪里 / 多少 where the answer would go."""
+        rng = self.rng
+        kind = rng.choice(["yesno", "yesno", "what", "who", "where", "howmany"])
+        verb = rng.choice([v for v in VERBS if "P" in v.subjects or kind != "where"])
+        tense = "present" if verb.stative else rng.choice(["past", "present", "future"])
+        if tense == "past" and verb.past == verb.base:
+            tense = "future"
+        if kind == "who":                                  # who bought the car ?
+            obj = self.argument(verb.objects, "obj", depth)
+            en_v, aux, v = verb_group(verb, tense, False, Phrase(["who"], ["谁"]))
+            return Phrase(["who"] + en_v + obj.en, ["谁"] + aux + v + obj.zh, depth=obj.depth)
+        subj = self.subject(verb.subjects if kind != "where" else "P", depth)
+        en_aux, en_v, aux, v = self._question_verb(verb, tense, subj)
+        if kind == "howmany":
+            cls = rng.choice([c for c in verb.objects if c in "ARFDVWT"] or ["T"])
+            noun = rng.choice(NOUNS_BY_CLASS[cls])
+            return Phrase(["how", "many", noun.en_plural] + en_aux + subj.en + en_v,
+                          subj.zh + aux + v + ["多少", noun.measure] + list(noun.zh), depth=subj.depth)
+        if kind == "what":
+            wh = (["who"], ["谁"]) if verb.objects.strip("C") == "P" else (["what"], ["什么"])
+            time, place = self.adjuncts(tense, True, subj.cls)
+            return Phrase(wh[0] + en_aux + subj.en + en_v + place.en + time.en,
+                          subj.zh + time.zh + aux + place.zh + v + wh[1], depth=subj.depth)
+        obj = self.argument(verb.objects, "obj", depth, rel=kind == "yesno")
+        if kind == "where":
+            return Phrase(["where"] + en_aux + subj.en + en_v + obj.en,
+                          subj.zh + aux + ["在", "哪里"] + v + obj.zh, depth=max(subj.depth, obj.depth))
+        time, place = self.adjuncts(tense, not obj.has_rel, subj.cls)
+        return Phrase(en_aux + subj.en + en_v + obj.en + place.en + time.en,
+                      subj.zh + time.zh + aux + place.zh + v + obj.zh + ["吗"],
+                      depth=max(subj.depth, obj.depth))
+
+    # --- sentences -----------------------------------------------------------------------
+    def clause(self, depth: int) -> Phrase:
+        frames = [self.transitive, self.intransitive, self.give, self.describe, self.there_is, self.want]
+        return self.rng.choices(frames, [10, 3, 1, 2, 1, 1])[0](depth)
+
+    def sentence(self):
+        """One sentence pair: ``(english_tokens, chinese_tokens, depth)``."""
+        rng, depth = self.rng, self.max_depth
+        r = rng.random()
+        if r < 0.15:
+            p, end = self.question(depth), ("?", "？")
+        elif r < 0.3:
+            a, b = self.clause(depth), self.clause(depth)
+            kind = rng.choice(["but", "and", "because"])
+            if kind == "because":                          # A because B → 因为 B ， 所以 A
+                en, zh = a.en + ["because"] + b.en, ["因为"] + b.zh + ["，", "所以"] + a.zh
+            else:
+                en = a.en + [",", kind] + b.en
+                zh = a.zh + ["，", "但是" if kind == "but" else "而且"] + b.zh
+            p, end = Phrase(en, zh, depth=max(a.depth, b.depth)), (".", "。")
+        else:
+            p, end = self.clause(depth), (".", "。")
+        return p.en + [end[0]], p.zh + [end[1]], p.depth
