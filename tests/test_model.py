@@ -1,0 +1,93 @@
+"""The assembled Transformer: configuration checks, masks, weight sharing, equal to nn.Transformer."""
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.interop import from_torch
+from tf_tutorial.model import Transformer, TransformerConfig, count_parameters
+
+SMALL = dict(src_vocab_size=29, tgt_vocab_size=23, d_model=12, n_heads=3, n_layers=2, d_ff=20, dropout=0.0)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(d_model=10, n_heads=3), "d_model=10 is not divisible by n_heads=3"),
+    (dict(dropout=1.0), r"dropout must be in \[0, 1\), but got 1.0"),
+    (dict(n_layers=0), "n_layers must be a positive integer, but got 0"),
+    (dict(pad_id=40), "pad_id=40 is not a valid id"),
+    (dict(share_embeddings=True), "share_embeddings=True needs one shared vocabulary"),
+])
+def test_config_validation(kw, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerConfig(**{**SMALL, **kw})
+
+
+def test_base_parameter_count_matches_torch_nn_transformer():
+    """Base model, shared 37k vocabulary: nn.Transformer's count, minus its two final norms
+    (absent in Post-LN), plus one shared embedding table."""
+    ours = count_parameters(Transformer(TransformerConfig(37000, 37000, share_embeddings=True)))
+    ref = nn.Transformer(512, 8, 6, 6, 2048, batch_first=True)
+    expected = sum(p.numel() for p in ref.parameters()) - 2 * 2 * 512 + 37000 * 512
+    assert ours == expected
+    assert 62e6 < ours < 64e6
+
+
+def test_weight_sharing():
+    m = Transformer(TransformerConfig(**{**SMALL, "tgt_vocab_size": 29}, share_embeddings=True))
+    assert m.src_embed.table.weight is m.tgt_embed.table.weight is m.out.weight
+    untied = Transformer(TransformerConfig(**SMALL, tie_output=False))
+    assert untied.out.weight is not untied.tgt_embed.table.weight
+    assert count_parameters(untied) == count_parameters(Transformer(TransformerConfig(**SMALL))) + 23 * 12
+
+
+def _model(**kw):
+    torch.manual_seed(0)
+    return Transformer(TransformerConfig(**{**SMALL, **kw})).double().eval()
+
+
+def test_causal_and_padding_invariance():
+    m = _model()
+    src = torch.randint(4, 29, (2, 7))
+    tgt = torch.randint(4, 23, (2, 5))
+    out = m(src, tgt)
+    assert out.shape == (2, 5, 23)
+    changed = tgt.clone()
+    changed[:, 3] = 7
+    assert torch.allclose(m(src, changed)[:, :3], out[:, :3], atol=1e-12)       # no peeking
+    padded = torch.cat([src, torch.zeros(2, 4, dtype=torch.long)], 1)           # pad_id = 0
+    assert torch.allclose(m(padded, tgt), out, atol=1e-10)
+    tgt_padded = torch.cat([tgt, torch.zeros(2, 3, dtype=torch.long)], 1)
+    assert torch.allclose(m(src, tgt_padded)[:, :5], out, atol=1e-10)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_equal_to_torch_transformer_with_copied_weights(norm_first):
+    torch.manual_seed(1)
+    D, H, F, N = 12, 3, 20, 2
+    enc_layer = nn.TransformerEncoderLayer(D, H, F, 0.0, batch_first=True, norm_first=norm_first)
+    dec_layer = nn.TransformerDecoderLayer(D, H, F, 0.0, batch_first=True, norm_first=norm_first)
+    norm = (lambda: nn.LayerNorm(D)) if norm_first else (lambda: None)
+    ref = nn.Transformer(D, H, custom_encoder=nn.TransformerEncoder(enc_layer, N, norm(), enable_nested_tensor=False),
+                         custom_decoder=nn.TransformerDecoder(dec_layer, N, norm()), batch_first=True).double().eval()
+    m = _model(norm_first=norm_first)
+    m.encoder.load_state_dict(from_torch(ref.encoder).state_dict())
+    m.decoder.load_state_dict(from_torch(ref.decoder).state_dict())
+    src = torch.randint(4, 29, (3, 7))
+    src[1, 4:] = 0
+    tgt = torch.randint(4, 23, (3, 5))
+    tgt[2, 3:] = 0
+    with torch.no_grad():
+        y = ref(m.positions(m.src_embed(src)), m.positions(m.tgt_embed(tgt)),
+                tgt_mask=torch.ones(5, 5, dtype=torch.bool).triu(1),
+                src_key_padding_mask=src == 0, tgt_key_padding_mask=tgt == 0, memory_key_padding_mask=src == 0)
+        expected = m.out(y)
+        got = m(src, tgt)
+    keep = tgt != 0                       # torch gives NaN-free but arbitrary rows for pad queries
+    assert torch.allclose(got[keep], expected[keep], atol=1e-10)
+
+
+def test_bad_token_shapes():
+    m = _model()
+    with pytest.raises(ValueError, match=r"src: expected token ids of shape \(B, L\), but got \(7,\)"):
+        m(torch.ones(7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="same batch size"):
+        m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))

@@ -1,0 +1,112 @@
+"""第 10 章：完整的 Transformer——把第 2–9 章的零件装在一起。
+
+logits = Decoder(Embed(tgt_in)·√D + PE, Encoder(Embed(src)·√D + PE)) W_outᵀ
+
+Shape legend: B batch, S source length, T target length, D d_model, V vocabulary.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from tf_tutorial.attention import causal_mask, padding_mask
+from tf_tutorial.decoder import Decoder
+from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
+from tf_tutorial.encoder import Encoder
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
+
+    ``norm_first``: False = Post-LN as in the paper, True = Pre-LN.
+    ``share_embeddings``: one table for source, target and output (paper §3.4; needs one
+    shared vocabulary). ``tie_output``: the output projection reuses the target embedding.
+    """
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    d_model: int = 512
+    n_heads: int = 8
+    n_layers: int = 6
+    d_ff: int = 2048
+    dropout: float = 0.1
+    max_len: int = 256
+    pad_id: int = 0
+    norm_first: bool = False
+    share_embeddings: bool = False
+    tie_output: bool = True
+
+    def __post_init__(self):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, but got {value!r}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not 0.0 <= self.dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), but got {self.dropout}")
+        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
+            raise ValueError(f"pad_id={self.pad_id} is not a valid id for vocabularies of size "
+                             f"{self.src_vocab_size} and {self.tgt_vocab_size}")
+        if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+            raise ValueError("share_embeddings=True needs one shared vocabulary, but got "
+                             f"src_vocab_size={self.src_vocab_size} != tgt_vocab_size={self.tgt_vocab_size}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Transformer(nn.Module):
+    """The encoder–decoder of "Attention Is All You Need", batch first.
+
+    Shape:
+        src (B, S) and tgt_in (B, T) token ids → logits (B, T, V_tgt). Padding masks come from
+        ``pad_id``; the target also gets the causal mask.
+    """
+
+    def __init__(self, config: TransformerConfig):
+        super().__init__()
+        c = self.config = config
+        self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)
+        self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model)
+        self.positions = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.norm_first)
+        self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.norm_first)
+        self.out = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
+        if c.share_embeddings or c.tie_output:
+            self.out.weight = self.tgt_embed.table.weight       # (V, D), one matrix, two uses
+
+    def _check_tokens(self, name: str, tokens: torch.Tensor) -> None:
+        if tokens.dim() != 2:
+            raise ValueError(f"{name}: expected token ids of shape (B, L), but got {tuple(tokens.shape)}")
+
+    def encode(self, src: torch.Tensor):
+        """src (B, S) → memory (B, S, D) and the source mask (B, 1, S)."""
+        self._check_tokens("src", src)
+        src_mask = padding_mask(src, self.config.pad_id)                    # (B, 1, S)
+        return self.encoder(self.positions(self.src_embed(src)), src_mask), src_mask
+
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor):
+        """tgt_in (B, T), memory (B, S, D) → logits (B, T, V)."""
+        self._check_tokens("tgt_in", tgt_in)
+        T = tgt_in.shape[1]
+        self_mask = causal_mask(T, tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)  # (B, T, T)
+        y = self.decoder(self.positions(self.tgt_embed(tgt_in)), memory, self_mask, src_mask)
+        return self.out(y)                                                  # (B, T, V)
+
+    def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        self._check_tokens("src", src)
+        self._check_tokens("tgt_in", tgt_in)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(f"src and tgt_in must have the same batch size, but got "
+                             f"{tuple(src.shape)} and {tuple(tgt_in.shape)}")
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt_in, memory, src_mask)
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each shared tensor counted once (``parameters()`` already dedupes)."""
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
