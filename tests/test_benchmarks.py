@@ -24,3 +24,12 @@ def test_bench_attention_runs_and_prints_ratios(capsys, monkeypatch):
     for row in ("nn.MultiheadAttention", "ours, fused path", "ours, reference path"):
         assert row in out
     assert "× torch" in out
+
+
+def test_bench_decode_runs_and_cached_equals_recomputed(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["bench_decode.py", "--d-model", "16", "--layers", "1", "--batch", "2",
+                                      "--tokens", "6", "--beam", "2", "--repeat", "1"])
+    runpy.run_path(str(ROOT / "benchmarks" / "bench_decode.py"), run_name="__main__")
+    out = capsys.readouterr().out
+    assert "greedy: KV cache" in out and "beam 2: KV cache" in out
+    assert "same tokens with and without the cache: True" in out

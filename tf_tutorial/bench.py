@@ -94,3 +94,33 @@ def ratio_table(results: dict[str, tuple[float, int]]) -> str:
     for name, (t, m) in results.items():
         lines.append(f"{name:24s}{1e3 * t:9.2f}{t / base_t:9.2f}{m / 2**20:9.1f}{m / base_m:9.2f}")
     return "\n".join(lines)
+
+
+def compare_decoding(d_model: int = 128, n_heads: int = 4, n_layers: int = 2, d_ff: int = 512,
+                     vocab: int = 1000, batch: int = 8, src_len: int = 20, tokens: int = 64,
+                     beam_size: int = 4, repeat: int = 3, device: str = "cpu") -> dict:
+    """Greedy and beam search with and without the KV cache, on an untrained model that is made
+    to run all ``tokens`` steps (no EOS), so both sides do the same number of steps.
+
+    Returns ``{name: seconds}`` plus ``"same_tokens"``: whether cached and recomputed decoding
+    produced identical outputs (they must).
+    """
+    from tf_tutorial.decode import beam_search, greedy_decode
+    from tf_tutorial.model import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff, dropout=0.0,
+                            max_len=max(tokens + 1, src_len) + 1)
+    model = Transformer(cfg).to(device).eval()
+    src = torch.randint(4, vocab, (batch, src_len), device=device)
+    out, tokens_seen = {}, {}
+    for name, fn in (("greedy", lambda c: greedy_decode(model, src, eos_id=-1, max_len=tokens, use_cache=c)),
+                     (f"beam {beam_size}", lambda c: beam_search(model, src, beam_size, eos_id=-1,
+                                                                 max_len=tokens, use_cache=c))):
+        for cached in (True, False):
+            label = f"{name}, {'KV cache' if cached else 'recompute'}"
+            tokens_seen[label] = fn(cached)
+            out[label] = median_time(lambda: fn(cached), repeat=repeat, warmup=0)
+    pairs = list(tokens_seen.values())
+    out["same_tokens"] = torch.equal(pairs[0], pairs[1]) and torch.equal(pairs[2], pairs[3])
+    return out

@@ -1,0 +1,368 @@
+"""第 10 章：训练——Adam + 预热学习率、标签平滑、梯度裁剪、混合精度、检查点、DDP。
+
+Usage:  python -m tf_tutorial.train --config cpu --out runs/cpu
+        torchrun --nproc_per_node=2 -m tf_tutorial.train --config gpu --out runs/gpu
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from tf_tutorial.data import Corpus, batches, encode_pairs, make_corpus
+from tf_tutorial.model import Transformer, TransformerConfig, count_parameters
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """One training run. The model's shape, the data's size and the optimisation schedule."""
+
+    name: str = "cpu"
+    d_model: int = 128
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 512
+    dropout: float = 0.1
+    norm_first: bool = False
+    n_train: int = 60_000
+    batch_size: int = 64
+    steps: int = 2000
+    warmup: int = 400
+    lr_scale: float = 1.0
+    label_smoothing: float = 0.1
+    clip: float = 1.0
+    eval_every: int = 250
+    seed: int = 0
+
+    def __post_init__(self):
+        for f in ("d_model", "n_heads", "n_layers", "d_ff", "n_train", "batch_size", "steps", "warmup", "eval_every"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValueError(f"{f} must be a positive integer, but got {v!r}")
+        if self.lr_scale <= 0 or self.clip <= 0 or not 0 <= self.label_smoothing < 1:
+            raise ValueError(f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got "
+                             f"{self.lr_scale}, {self.clip}, {self.label_smoothing}")
+
+    def model_config(self, corpus: Corpus) -> TransformerConfig:
+        return TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), self.d_model, self.n_heads,
+                                 self.n_layers, self.d_ff, self.dropout, max_len=160,
+                                 pad_id=corpus.src_vocab.pad_id, norm_first=self.norm_first)
+
+
+CONFIGS = {
+    # the book build and nbval on a 2-core CPU: about two minutes of training
+    "cpu": TrainConfig("cpu", d_model=128, n_heads=4, n_layers=2, d_ff=512, dropout=0.0, n_train=100_000,
+                       batch_size=64, steps=1800, warmup=300, lr_scale=0.6, eval_every=300),
+    # the chapter's real run, on one GPU
+    "gpu": TrainConfig("gpu", d_model=256, n_heads=8, n_layers=4, d_ff=1024, dropout=0.1, n_train=300_000,
+                       batch_size=512, steps=8000, warmup=1000, lr_scale=1.0, eval_every=500),
+    # tests: seconds
+    "tiny": TrainConfig("tiny", d_model=32, n_heads=2, n_layers=1, d_ff=64, n_train=2000,
+                        batch_size=32, steps=30, warmup=10, eval_every=15),
+}
+
+
+def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
+    """The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5), step from 1."""
+    step = max(step, 1)
+    return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+
+
+def pick_device(name: str = "auto") -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available")
+    return torch.device(name)
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+def autocast_dtype(device: torch.device, precision: str = "auto"):
+    """Mixed precision on a GPU: bf16 where it is fast (A100, H100, ...), fp16 with a loss scaler
+    on older GPUs (a T4 has no fast bf16). ``None`` means float32 (always on a CPU)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision must be one of {PRECISIONS}, but got {precision!r}")
+    if device.type != "cuda" or precision == "fp32":
+        return None
+    if precision == "auto":
+        return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+    return torch.bfloat16 if precision == "bf16" else torch.float16
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used by this run (corrupt, or from another configuration)."""
+
+
+def save_checkpoint(path, **state) -> None:
+    """Write to a temporary file next to ``path``, then rename: a failed save leaves the old one."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=False)
+    except FileNotFoundError:
+        raise CheckpointError(f"checkpoint {path} does not exist") from None
+    except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
+        raise CheckpointError(f"checkpoint {path} is not a readable checkpoint ({type(e).__name__})") from None
+    if not isinstance(state, dict) or "train_config" not in state or "model" not in state:
+        raise CheckpointError(f"checkpoint {path} is not a tf_tutorial training checkpoint")
+    if cfg is not None:
+        saved = state["train_config"]
+        keys = ("d_model", "n_heads", "n_layers", "d_ff", "norm_first", "n_train", "seed")
+        diff = [f"{k}={saved.get(k)!r} (this run: {getattr(cfg, k)!r})" for k in keys if saved.get(k) != getattr(cfg, k)]
+        if diff:
+            raise CheckpointError(f"checkpoint {path} is from another configuration: " + ", ".join(diff))
+    return state
+
+
+def _distributed() -> tuple[int, int]:
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _checksum(model: nn.Module) -> float:
+    return float(sum(p.detach().double().sum() for p in model.parameters()))
+
+
+@dataclass
+class TrainResult:
+    model: Transformer
+    corpus: Corpus
+    history: dict
+    config: TrainConfig
+    device: torch.device
+
+
+def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", corpus: Corpus | None = None,
+          compile: bool = False, progress: bool = True, max_steps: int | None = None,
+          precision: str = "auto", max_seconds: float | None = None) -> TrainResult:
+    """Train ``cfg`` and return the model, the corpus and the recorded curves.
+
+    ``resume``: a checkpoint path; training continues from its step with the same data order
+    and random state, so the loss curve carries on as if never stopped. ``max_steps`` stops
+    early (the schedule still follows ``cfg.steps``); used to show resuming. ``max_seconds``
+    stops once that much training time has passed (a time budget).
+    """
+    rank, world = _distributed()
+    if max_seconds is not None and world > 1:
+        raise ValueError("max_seconds cannot be used with several processes: each would stop at a "
+                         "different step; use --steps")
+    dev = pick_device(device)
+    if dev.type == "cuda" and world > 1:
+        dev = torch.device("cuda", rank % torch.cuda.device_count())
+    state = load_checkpoint(resume, cfg) if resume else None
+    torch.manual_seed(cfg.seed)
+    corpus = corpus or make_corpus(cfg.n_train, seed=cfg.seed)
+    mcfg = cfg.model_config(corpus)
+    model = Transformer(mcfg).to(dev)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam_lr(s + 1, cfg.d_model, cfg.warmup, cfg.lr_scale))
+    history = {"step": [], "loss": [], "lr": [], "eval_step": [], "valid_loss": [], "valid_acc": [],
+               "seconds": 0.0, "tokens": 0}
+    step = 0
+    if state:
+        try:
+            model.load_state_dict(state["model"])
+        except RuntimeError as e:
+            raise CheckpointError(f"checkpoint {resume} does not fit this model: {str(e).splitlines()[0]}") from None
+        opt.load_state_dict(state["optimizer"])
+        sched.load_state_dict(state["scheduler"])
+        history, step = state["history"], state["step"]
+        torch.set_rng_state(state["rng"])
+    amp = autocast_dtype(dev, precision)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp is torch.float16)
+    net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    fwd = torch.compile(net) if compile else net
+    loss_fn = nn.CrossEntropyLoss(ignore_index=mcfg.pad_id, label_smoothing=cfg.label_smoothing)
+    train_enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
+    valid_enc = encode_pairs(corpus.valid, corpus.src_vocab, corpus.tgt_vocab)
+    n_batches = math.ceil(len(train_enc) / cfg.batch_size)
+    stop = min(cfg.steps, max_steps or cfg.steps)
+    bar = _progress(progress and rank == 0, initial=step, total=stop, desc=f"train[{cfg.name}]")
+    start = time.perf_counter()
+    while step < stop:
+        epoch, skip = divmod(step, n_batches)
+        for i, (src, tgt) in enumerate(batches(train_enc, cfg.batch_size, mcfg.pad_id, seed=cfg.seed * 1000 + epoch)):
+            if i < skip or src.shape[0] < world:      # (a last, tiny batch cannot be split over ranks)
+                continue
+            if step >= stop or (max_seconds and time.perf_counter() - start > max_seconds):
+                stop = step
+                break
+            src, tgt = src[rank::world].to(dev), tgt[rank::world].to(dev)
+            model.train()
+            with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
+                logits = fwd(src, tgt[:, :-1])                                # (B, T, V)
+                loss = loss_fn(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+            scaler.step(opt)
+            scaler.update()
+            history["lr"].append(opt.param_groups[0]["lr"])                   # the rate this step used
+            sched.step()
+            step += 1
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum()) * world
+            bar.update(1)
+            bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
+            if step % cfg.eval_every == 0 or step == stop:
+                vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
+                history["eval_step"].append(step)
+                history["valid_loss"].append(vl)
+                history["valid_acc"].append(va)
+                if out_dir is not None and rank == 0 and step < stop:
+                    _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
+    bar.close()
+    if not history["eval_step"] or history["eval_step"][-1] != step:      # stopped by the time budget
+        vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
+        history["eval_step"].append(step)
+        history["valid_loss"].append(vl)
+        history["valid_acc"].append(va)
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+    history["seconds"] += time.perf_counter() - start
+    if world > 1:
+        sums = [None] * world
+        dist.all_gather_object(sums, _checksum(model))
+        history["rank_checksums"] = sums
+    if out_dir is not None and rank == 0:
+        _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
+    return TrainResult(model, corpus, history, cfg, dev)
+
+
+def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus) -> None:
+    save_checkpoint(Path(out_dir) / "checkpoint.pt", model=model.state_dict(), optimizer=opt.state_dict(),
+                    scheduler=sched.state_dict(), history=history, step=step, rng=torch.get_rng_state(),
+                    train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
+                    src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
+
+
+@torch.no_grad()
+def validate(model: Transformer, encoded, pad_id: int, device, amp=None, batch_size: int = 200):
+    """Teacher-forced validation: mean token cross-entropy (no smoothing) and token accuracy."""
+    model.eval()
+    total, correct, loss_sum = 0, 0, 0.0
+    for src, tgt in batches(encoded, batch_size, pad_id, shuffle=False):
+        src, tgt = src.to(device), tgt.to(device)
+        with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
+            logits = model(src, tgt[:, :-1]).float()
+        gold, keep = tgt[:, 1:], tgt[:, 1:] != pad_id
+        loss_sum += nn.functional.cross_entropy(logits[keep], gold[keep], reduction="sum").item()
+        correct += (logits.argmax(-1)[keep] == gold[keep]).sum().item()
+        total += keep.sum().item()
+    return loss_sum / total, correct / total
+
+
+def _progress(enabled: bool, **kw):
+    if not enabled:
+        return _Quiet()
+    try:                                   # a widget in Jupyter/Colab when ipywidgets is there
+        import ipywidgets  # noqa: F401
+        from tqdm.auto import tqdm
+    except ImportError:
+        from tqdm import tqdm
+    return tqdm(mininterval=2.0, **kw)
+
+
+class _Quiet:
+    def update(self, n):
+        pass
+
+    def set_postfix(self, *args, **kw):
+        pass
+
+    def close(self):
+        pass
+
+
+# --- command line ------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):                 # one line and exit code 2, no usage dump
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m tf_tutorial.train",
+                description="Train the chapter-10 Transformer on the toy English→Chinese corpus.")
+    p.add_argument("--config", choices=sorted(CONFIGS), default=None,
+                   help="preset (default: gpu when CUDA is available, else cpu)")
+    p.add_argument("--out", type=Path, default=None, help="existing directory for checkpoint.pt and results.json")
+    p.add_argument("--resume", type=Path, default=None, help="checkpoint to continue from")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
+                   help="auto: bf16 on GPUs that have it, else fp16 with a loss scaler; fp32 on a CPU")
+    p.add_argument("--beam", type=int, default=1, help="beam size for the test-set evaluation (1 = greedy)")
+    p.add_argument("--no-progress", action="store_true")
+    return p
+
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.out is not None:
+        if not args.out.is_dir():
+            parser.error(f"--out {args.out}: no such directory")
+        try:
+            tempfile.TemporaryFile(dir=args.out).close()
+        except OSError:
+            parser.error(f"--out {args.out}: directory is not writable")
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--beam", args.beam)):
+        if value is not None and value < 1:
+            parser.error(f"{flag} must be a positive integer, but got {value}")
+    name = args.config or ("gpu" if torch.cuda.is_available() and args.device != "cpu" else "cpu")
+    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size)) if v is not None}
+    cfg = dataclasses.replace(CONFIGS[name], **overrides)
+    try:
+        result = train(cfg, out_dir=args.out, resume=args.resume, device=args.device,
+                       compile=args.compile, progress=not args.no_progress, precision=args.precision)
+    except (CheckpointError, ValueError) as e:
+        parser.error(str(e))
+    rank = dist.get_rank() if dist.is_initialized() else 0
+    if rank == 0:
+        from tf_tutorial.metrics import evaluate
+        c = result.corpus
+        test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab, beam_size=args.beam)
+        summary = {"config": name, "device": str(result.device), "steps": result.history["step"][-1],
+                   "train_seconds": round(result.history["seconds"], 1),
+                   "parameters": count_parameters(result.model),
+                   "test_exact_match": round(test["exact_match"], 4), "test_bleu": round(test["bleu"], 2)}
+        print(json.dumps(summary, ensure_ascii=False))
+        if args.out is not None:
+            (args.out / "results.json").write_text(json.dumps(summary, ensure_ascii=False, indent=1))
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
