@@ -50,6 +50,46 @@ def test_markdown_and_notebook_are_in_sync(md):
                     f"run python -m scripts.sync_book {md.relative_to(ROOT)}")
 
 
+def _config():
+    import yaml
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def _stored_output_chapters():
+    """Chapters the build renders from their committed outputs instead of running them again."""
+    import fnmatch
+    patterns = _config()["execute"].get("exclude_patterns", [])
+    return [md for md in CHAPTERS if any(fnmatch.fnmatch(md.with_suffix(".ipynb").name, p) for p in patterns)]
+
+
+def test_each_chapter_is_built_from_exactly_one_of_its_two_files():
+    import fnmatch
+    excluded = _config()["exclude_patterns"]
+    stored = _stored_output_chapters()
+    assert stored, "chapter 10 should be rendered from its stored outputs"
+    for md in CHAPTERS:
+        rel_md, rel_nb = (str(p.relative_to(ROOT)) for p in (md, md.with_suffix(".ipynb")))
+        md_in = not any(fnmatch.fnmatch(rel_md, p) for p in excluded)
+        nb_in = not any(fnmatch.fnmatch(rel_nb, p) for p in excluded)
+        assert md_in != nb_in, f"{md.name}: exactly one of .md/.ipynb must be built (md {md_in}, ipynb {nb_in})"
+        assert nb_in == (md in stored), f"{md.name}: built from the .ipynb only if the build does not execute it"
+
+
+@pytest.mark.parametrize("md", _stored_output_chapters(), ids=lambda p: p.name)
+def test_a_chapter_shown_from_stored_outputs_was_fully_executed_cleanly(md):
+    nb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
+    for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
+        tags = cell.metadata.get("tags", [])
+        if "remove-cell" in tags:
+            continue
+        assert cell.execution_count is not None, f"code cell {i} was not executed: run python -m scripts.sync_book"
+        for out in cell.outputs:
+            assert out.output_type != "error", f"code cell {i} stored an error"
+            if out.output_type == "stream" and out.name == "stderr":
+                assert "remove-stderr" in tags, f"code cell {i} stored stderr: {out.text[:200]!r}"
+                assert "Glyph" not in out.text and "Traceback" not in out.text
+
+
 def test_sync_check_catches_a_drifted_pair(tmp_path):
     md = CHAPTERS[0]
     drifted = jupytext.read(md)
