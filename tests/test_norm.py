@@ -18,11 +18,13 @@ def test_equals_pytorch_layer_norm_float64():
     ours = from_torch(ref)
     x = 3 + 2 * torch.randn(B, L, D, dtype=torch.float64)
     torch.testing.assert_close(ours(x), ref(x))
-    torch.testing.assert_close(LayerNorm(D).double()(x), F.layer_norm(x, (D,)))
+    ours.fused = False                                      # the formula, not F.layer_norm
+    torch.testing.assert_close(ours(x), ref(x))
+    torch.testing.assert_close(LayerNorm(D, fused=False).double()(x), F.layer_norm(x, (D,)))
 
 
 def test_gradcheck_float64():
-    ln = LayerNorm(5).double()
+    ln = LayerNorm(5, fused=False).double()
     with torch.no_grad():
         ln.weight.uniform_(0.5, 1.5)
     x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
@@ -31,12 +33,12 @@ def test_gradcheck_float64():
 
 def test_output_statistics_and_eps_inside_the_root():
     x = torch.randn(B, L, D, dtype=torch.float64) * 5 + 1
-    y = LayerNorm(D).double()(x)
+    y = LayerNorm(D, fused=False).double()(x)
     torch.testing.assert_close(y.mean(-1), torch.zeros(B, L, dtype=torch.float64))
     torch.testing.assert_close(y.var(-1, unbiased=False), torch.full((B, L), 1.0, dtype=torch.float64),
                                atol=1e-4, rtol=0)
     constant = torch.full((1, D), 7.0)
-    assert (LayerNorm(D)(constant) == 0).all()  # σ² = 0: ε keeps it finite, no NaN
+    assert (LayerNorm(D, fused=False)(constant) == 0).all() and (LayerNorm(D)(constant) == 0).all()  # σ² = 0: ε keeps it finite, no NaN
 
 
 def test_the_common_slip_is_not_pytorch_layer_norm():
@@ -52,3 +54,19 @@ def test_bad_input():
         LayerNorm(D)(torch.randn(B, L, 10))
     with pytest.raises(ValueError, match="eps must be positive, but got 0"):
         LayerNorm(D, eps=0)
+
+
+def test_fused_and_written_out_paths_agree_in_value_and_gradient():
+    x = torch.randn(3, 4, 6, dtype=torch.float64, requires_grad=True)
+    fused, plain = LayerNorm(6).double(), LayerNorm(6, fused=False).double()
+    with torch.no_grad():
+        for m in (fused, plain):
+            m.weight.copy_(torch.linspace(0.5, 1.5, 6))
+            m.bias.copy_(torch.linspace(-1, 1, 6))
+    assert fused.fused and not plain.fused
+    a, b = fused(x), plain(x)
+    torch.testing.assert_close(a, b)
+    ga = torch.autograd.grad(a.pow(3).sum(), (x, fused.weight))
+    gb = torch.autograd.grad(b.pow(3).sum(), (x, plain.weight))
+    for u, v in zip(ga, gb):
+        torch.testing.assert_close(u, v)
