@@ -31,6 +31,26 @@ def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> f
     return statistics.median(times)
 
 
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5, warmup: int = 2) -> dict:
+    """Median seconds of each function, timed in turns (A, B, A, B, ...) rather than one after
+    the other, so that a drift in the machine's speed (clock, caches, other load) hits all alike."""
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"expected repeat >= 1 and warmup >= 0, but got repeat={repeat}, warmup={warmup}")
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            sync()
+            start = time.perf_counter()
+            fn()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
 def machine_label() -> str:
     """One line naming the hardware a measurement ran on, for figure captions and tables."""
     if torch.cuda.is_available():
@@ -83,8 +103,9 @@ def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256, n_
     runs = {"nn.MultiheadAttention": lambda: ref(x, x, x, need_weights=False)[0],
             "ours, fused path": lambda: fused(x, x, x),
             "ours, reference path": lambda: reference(x, x, x)}
-    return {name: (median_time(lambda: fn().sum().backward(), repeat=repeat, warmup=3),
-                   saved_activation_bytes(fn)) for name, fn in runs.items()}
+    times = interleaved_medians({name: (lambda fn=fn: fn().sum().backward()) for name, fn in runs.items()},
+                                repeat=repeat, warmup=3)
+    return {name: (times[name], saved_activation_bytes(fn)) for name, fn in runs.items()}
 
 
 def ratio_table(results: dict[str, tuple[float, int]]) -> str:
