@@ -190,3 +190,22 @@ def test_nbval_fails_on_a_broken_chapter_and_names_the_cell(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert result.returncode == 1, result.stdout[-3000:]
     assert "broken.ipynb::Cell 1" in result.stdout and "y = x / 0  # broken" in result.stdout
+
+
+def test_glossary_terms_appear_in_the_chapter_they_link_to():
+    rows = re.findall(r"^\| ([^|]+?) \| ([^|]+?) \| \[[^]]+\]\(([^)]+)\) \|$",
+                      (ROOT / "book" / "appendix_glossary.md").read_text(encoding="utf-8"), flags=re.M)
+    assert len(rows) >= 30
+    for zh, en, target in rows:
+        text = (ROOT / "book" / target).read_text(encoding="utf-8")
+        for term in re.split(r"、", zh):
+            assert term.strip() in text, f"glossary: {term!r} ({en}) does not appear in {target}"
+
+
+def test_every_bibliography_entry_is_cited_and_every_citation_exists():
+    bib = set(re.findall(r"^@\w+\{([^,]+),", (ROOT / "references.bib").read_text(encoding="utf-8"), flags=re.M))
+    cited = set()
+    for md in (ROOT / "book").glob("*.md"):
+        cited |= set(re.findall(r"\{cite:[pt]\}`([^`]+)`", md.read_text(encoding="utf-8")))
+    assert cited - bib == set(), f"cited but not in references.bib: {cited - bib}"
+    assert bib - cited == set(), f"in references.bib but never cited: {bib - cited}"

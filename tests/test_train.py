@@ -93,20 +93,26 @@ def _cli(*args, cwd=None):
     (["--out", "/no/such/dir"], "--out /no/such/dir: no such directory"),
     (["--steps", "0"], "--steps must be a positive integer, but got 0"),
 ])
-def test_cli_user_errors_are_one_line_exit_2(args, message):
-    r = _cli(*args)
-    assert r.returncode == 2
-    assert message in r.stderr and len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+def test_cli_user_errors_are_one_line_exit_2(args, message, capsys):
+    from tf_tutorial.train import main
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
 
 
-def test_cli_unwritable_out_dir():
+def test_cli_unwritable_out_dir(capsys):
+    from tf_tutorial.train import main
     try:
         tempfile.TemporaryFile(dir="/sys").close()
         pytest.skip("/sys is writable here")
     except OSError:
         pass
-    r = _cli("--out", "/sys")
-    assert r.returncode == 2 and r.stderr.strip() == "python -m tf_tutorial.train: error: --out /sys: directory is not writable"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", "/sys"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err.strip() == "python -m tf_tutorial.train: error: --out /sys: directory is not writable"
 
 
 def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
