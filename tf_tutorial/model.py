@@ -17,6 +17,14 @@ from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import Encoder
 
 
+def require_positive_ints(obj, names) -> None:
+    """Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an int ≥ 1."""
+    for name in names:
+        value = getattr(obj, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, but got {value!r}")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
@@ -40,10 +48,8 @@ class TransformerConfig:
     tie_output: bool = True
 
     def __post_init__(self):
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be a positive integer, but got {value!r}")
+        require_positive_ints(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers",
+                                     "d_ff", "max_len"))
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
         if not 0.0 <= self.dropout < 1.0:

@@ -21,7 +21,7 @@ import torch.distributed as dist
 from torch import nn
 
 from tf_tutorial.data import Corpus, batches, encode_pairs, make_corpus
-from tf_tutorial.model import Transformer, TransformerConfig, count_parameters
+from tf_tutorial.model import Transformer, TransformerConfig, count_parameters, require_positive_ints
 
 
 @dataclass(frozen=True)
@@ -46,10 +46,8 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        for f in ("d_model", "n_heads", "n_layers", "d_ff", "n_train", "batch_size", "steps", "warmup", "eval_every"):
-            v = getattr(self, f)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValueError(f"{f} must be a positive integer, but got {v!r}")
+        require_positive_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train", "batch_size", "steps",
+                                     "warmup", "eval_every"))
         if self.lr_scale <= 0 or self.clip <= 0 or not 0 <= self.label_smoothing < 1:
             raise ValueError(f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got "
                              f"{self.lr_scale}, {self.clip}, {self.label_smoothing}")
