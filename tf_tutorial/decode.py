@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import torch
 
+from tf_tutorial.attention import causal_mask, padding_mask
+from tf_tutorial.data import pad, tokenize_en
 from tf_tutorial.model import Transformer
 
 
@@ -157,8 +159,6 @@ def translate(model: Transformer, sentences, src_vocab, tgt_vocab, beam_size: in
 
     Words the model never saw become UNK; with ``warn=True`` that is reported, naming them.
     """
-    from tf_tutorial.data import pad, tokenize_en
-
     if isinstance(sentences, str):
         sentences = [sentences]
     rows = []
@@ -185,7 +185,6 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) 
     model.eval()
     memory, src_mask = model.encode(src)
     T = tgt_in.shape[1]
-    from tf_tutorial.attention import causal_mask, padding_mask
     self_mask = causal_mask(T, src.device) & padding_mask(tgt_in, model.config.pad_id)
     x, maps = model.positions(model.tgt_embed(tgt_in)), {"self": [], "cross": []}
 
