@@ -61,7 +61,7 @@ class TrainConfig:
 CONFIGS = {
     # the book build and nbval on a 2-core CPU: about two minutes of training
     "cpu": TrainConfig("cpu", d_model=128, n_heads=4, n_layers=2, d_ff=512, dropout=0.0, n_train=100_000,
-                       batch_size=64, steps=1800, warmup=300, lr_scale=0.6, eval_every=300),
+                       batch_size=64, steps=1500, warmup=300, lr_scale=0.6, eval_every=300),
     # the chapter's real run, on one GPU
     "gpu": TrainConfig("gpu", d_model=256, n_heads=8, n_layers=4, d_ff=1024, dropout=0.1, n_train=300_000,
                        batch_size=512, steps=8000, warmup=1000, lr_scale=1.0, eval_every=500),
