@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from tf_tutorial.decode import (attention_maps, beam_search, greedy_decode, length_penalty, strip,
+from tf_tutorial.decode import (attention_maps, beam_search, decode_step, greedy_decode, length_penalty, strip,
                                 translate)
 from tf_tutorial.data import Vocab
 from tf_tutorial.model import Transformer, TransformerConfig
@@ -94,3 +94,108 @@ def test_translate_maps_unknown_words_to_unk_and_says_so(model, capsys):
     assert len(out) == 2 and all(isinstance(o, str) for o in out)
     printed = capsys.readouterr().out
     assert printed.count("注意") == 1 and "['Narnia']" in printed and "'I love w3 .'" not in printed
+
+
+# --- the cache lives in the layers: one data path, equal to recomputation ----------------------
+
+def _full_logits(model, src, tgt):
+    memory, src_mask = model.encode(src)
+    return model.decode(tgt, memory, src_mask)                                  # (B, T, V)
+
+
+def test_cached_steps_give_the_same_logits_as_recomputation(model, src):
+    torch.manual_seed(5)
+    tgt = torch.randint(4, 27, (3, 8))
+    tgt[:, 0] = 1
+    full = _full_logits(model, src, tgt)
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    steps = torch.stack([decode_step(model, tgt[:, t], memory, src_mask, cache) for t in range(8)], dim=1)
+    assert cache.length == 8
+    assert torch.allclose(steps, full, atol=1e-6, rtol=0)
+    assert (full[1] - full[0]).abs().max() > 1e-2            # the rows really differ (padding in src)
+
+
+def test_positions_start_where_the_cache_ends(model, src):
+    torch.manual_seed(6)
+    tgt = torch.randint(4, 27, (3, 7))
+    full = _full_logits(model, src, tgt)
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    first = model.decode(tgt[:, :4], memory, src_mask, cache=cache)            # a prefix of 4 at once
+    rest = model.decode(tgt[:, 4:], memory, src_mask, cache=cache)             # then 3 more together
+    assert torch.allclose(torch.cat([first, rest], 1), full, atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="positions 7..64 exceeds max_len=64"):
+        model.decode(torch.ones(3, 58, dtype=torch.long), memory, src_mask, cache=cache)
+
+
+def test_cross_attention_keys_are_projected_once(model, src):
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    calls = []
+    handle = model.decoder.layers[0].cross_attn.w_k.register_forward_hook(lambda *a: calls.append(1))
+    try:
+        for t in range(5):
+            decode_step(model, torch.full((3,), 5 + t), memory, src_mask, cache)
+    finally:
+        handle.remove()
+    assert len(calls) == 1
+    self_cache, cross_cache = cache.layers[0]
+    assert self_cache.k.shape == (3, 3, 5, 8) and cross_cache.k.shape == (3, 3, 9, 8)
+
+
+def test_a_reordered_cache_follows_its_beams(model, src):
+    torch.manual_seed(7)
+    tgt = torch.randint(4, 27, (3, 6))
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    model.decode(tgt[:, :4], memory, src_mask, cache=cache)
+    index = torch.tensor([2, 0, 0])                             # as beam search does: survivors, repeated
+    cache.reorder(index)
+    step = model.decode(tgt[index, 4:], memory[index], src_mask[index], cache=cache)
+    full = _full_logits(model, src[index], tgt[index])[:, 4:]
+    assert torch.allclose(step, full, atol=1e-6, rtol=0)
+
+
+def test_decode_py_walks_no_sublayer_by_name():
+    import inspect
+
+    import tf_tutorial.decode as decode_module
+    text = inspect.getsource(decode_module)
+    for name in ("self_block", "cross_block", "ffn_block", "self_attn", "cross_attn", "project_kv", ".layers"):
+        assert name not in text, f"decode.py reaches into the decoder's {name}: the cache belongs to the layers"
+
+
+def test_beam_trace_records_the_search(model, src):
+    trace = []
+    out = beam_search(model, src, beam_size=3, max_len=6, trace=trace)
+    *steps, final = trace
+    assert 1 <= len(steps) <= 6 and len(steps[0]["tokens"]) == 3
+    assert all(len(row) == i + 1 for i, step in enumerate(steps) for row in step["tokens"])
+    assert steps[0]["logp"] == sorted(steps[0]["logp"], reverse=True)          # topk keeps them ordered
+    lp = length_penalty(torch.tensor(final["length"]), 0.6)
+    assert torch.allclose(torch.tensor(final["logp"]) / lp, torch.tensor(final["score"]), atol=1e-5)
+    best = max(range(3), key=lambda k: final["score"][k])
+    assert out[0, :len(final["tokens"][best])].tolist() == final["tokens"][best][:out.shape[1]]
+
+
+def test_decoding_takes_its_special_ids_from_the_config(model, src):
+    import dataclasses
+    alt = Transformer(dataclasses.replace(model.config, bos_id=3, eos_id=5)).double().eval()
+    alt.load_state_dict(model.state_dict())
+    ids = greedy_decode(alt, src, max_len=12)
+    assert torch.equal(ids, greedy_decode(model, src, bos_id=3, eos_id=5, max_len=12))
+    assert not torch.equal(ids, greedy_decode(model, src, max_len=12))
+
+
+def test_log_prob_scores_outputs_as_beam_search_does(model, src):
+    from tf_tutorial.decode import log_prob
+    trace = []
+    out = beam_search(model, src[:1], beam_size=3, max_len=10, alpha=0.0, trace=trace)
+    assert log_prob(model, src[:1], out).item() == pytest.approx(max(trace[-1]["logp"]), abs=1e-9)
+    first = greedy_decode(model, src, max_len=1)                      # one token: greedy's is the argmax
+    lp = log_prob(model, src, first)
+    assert lp.shape == (3,) and (lp <= 0).all()
+    for token in range(3, 27):                                         # every other token scores lower
+        other = torch.full_like(first, token)
+        assert (log_prob(model, src, other)[first[:, 0] != token] < lp[first[:, 0] != token]).all()

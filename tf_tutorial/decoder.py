@@ -3,7 +3,8 @@
 DecoderLayer:  y → masked self-attention → cross-attention (Q from y, K/V from the encoder
 memory) → FFN, each inside a residual connection with LayerNorm (Post-LN or Pre-LN).
 
-Shape legend: B batch, T target length, S source length, D d_model, H heads, F d_ff.
+Shape legend: B batch, T target length, S source length, D d_model, H heads, F d_ff,
+t target positions already in a cache.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from torch import nn
 
 from tf_tutorial.ffn import PositionwiseFeedForward
-from tf_tutorial.multihead import MultiHeadAttention
+from tf_tutorial.multihead import KVCache, MultiHeadAttention
 from tf_tutorial.residual import SublayerConnection, stack_norm
 
 
@@ -23,16 +24,42 @@ def _check_pair(x: torch.Tensor, memory: torch.Tensor, d_model: int) -> None:
                          f"{tuple(x.shape)}, but got {tuple(memory.shape)}")
 
 
+class DecoderCache:
+    """What a decoder keeps between decoding steps: per layer, a growing :class:`KVCache` for
+    the self-attention and a fixed one for the cross-attention (the memory, projected once)."""
+
+    def __init__(self, n_layers: int):
+        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(n_layers)]
+
+    @property
+    def length(self) -> int:
+        """Target positions already decoded (t): the next token's position."""
+        return self.layers[0][0].length
+
+    def reorder(self, index: torch.Tensor) -> None:
+        """Keep the batch rows ``index`` (beam search: the surviving beams, in their new order)."""
+        for self_cache, cross_cache in self.layers:
+            self_cache.reorder(index)
+            cross_cache.reorder(index)
+
+
 class DecoderLayer(nn.Module):
     """Masked self-attention, cross-attention over the encoder output, then a position-wise FFN.
 
     Args:
-        d_model, n_heads, d_ff, dropout: as in the paper (512, 8, 2048, 0.1).
+        d_model: D (the paper: 512).
+        n_heads: H (8).
+        d_ff: F, the FFN's hidden width (2048).
+        dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
+            also on the attention weights and the FFN's hidden layer, as in PyTorch.
         norm_first: False = Post-LN (2017 paper), True = Pre-LN.
     Shape:
         x (B, T, D); memory (B, S, D); self_mask broadcastable to (B, T, T) (causal and target
         padding); memory_mask broadcastable to (B, T, S) (source padding); True = may attend.
-        Returns (B, T, D).
+        With a ``cache`` (one layer's pair from :class:`DecoderCache`), x holds only the new
+        positions and self_mask covers the cached ones too, (B, T, t + T).
+    Returns:
+        (B, T, D); with ``return_weights=True`` also {"self": (B, H, T, T), "cross": (B, H, T, S)}.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
@@ -45,17 +72,28 @@ class DecoderLayer(nn.Module):
         self.self_block, self.cross_block, self.ffn_block = (
             SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(3))
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None):
+    def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None, return_weights: bool = False):
         _check_pair(x, memory, self.d_model)
-        x = self.self_block(x, lambda y: self.self_attn(y, y, y, self_mask))             # (B, T, D)
-        x = self.cross_block(x, lambda y: self.cross_attn(y, memory, memory, memory_mask))
-        return self.ffn_block(x, self.ffn)                                               # (B, T, D)
+        self_cache, cross_cache = cache if cache is not None else (None, None)
+        weights = {} if return_weights else None
+
+        def attend(attn, kind, y, kv, mask, kv_cache):
+            out = attn(y, kv, kv, mask, return_weights=return_weights, cache=kv_cache)
+            if return_weights:
+                out, weights[kind] = out
+            return out
+
+        x = self.self_block(x, lambda y: attend(self.self_attn, "self", y, y, self_mask, self_cache))  # (B, T, D)
+        x = self.cross_block(x, lambda y: attend(self.cross_attn, "cross", y, memory, memory_mask, cross_cache))
+        x = self.ffn_block(x, self.ffn)                                                     # (B, T, D)
+        return (x, weights) if return_weights else x
 
 
 class Decoder(nn.Module):
     """N decoder layers and an optional final LayerNorm (on by default with Pre-LN).
 
-    Shape: as :class:`DecoderLayer`.
+    Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and with
+    ``return_weights=True`` the weights come back as {"self": [...], "cross": [...]}, one per layer.
     """
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
@@ -66,7 +104,17 @@ class Decoder(nn.Module):
                                                  activation, eps) for _ in range(n_layers))
         self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None):
-        for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask)
-        return self.norm(x)
+    def forward(self, x, memory, self_mask=None, memory_mask=None, cache: DecoderCache | None = None,
+                return_weights: bool = False):
+        if cache is not None and len(cache.layers) != len(self.layers):
+            raise ValueError(f"cache: expected a DecoderCache for {len(self.layers)} layers, "
+                             f"but got one for {len(cache.layers)}")
+        maps = {"self": [], "cross": []}
+        for i, layer in enumerate(self.layers):
+            x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache.layers[i], return_weights)
+            if return_weights:
+                x, w = x
+                maps["self"].append(w["self"])
+                maps["cross"].append(w["cross"])
+        x = self.norm(x)
+        return (x, maps) if return_weights else x

@@ -49,6 +49,9 @@ class TokenEmbedding(nn.Module):
     Weights start at N(0, 1/D), so a row has norm ≈ 1; the sqrt(D) factor brings it to ≈ sqrt(D),
     the scale of the positional encoding (norm sqrt(D/2)) it is added to.
     Shape: tokens (B, L) int → (B, L, D).
+
+    Ids out of range get a clear ``ValueError`` on the CPU. On a GPU the check is skipped (it
+    would stop the GPU to read the ids back at every step); call :meth:`check_ids` there.
     """
 
     def __init__(self, vocab_size: int, d_model: int):
@@ -57,12 +60,17 @@ class TokenEmbedding(nn.Module):
         self.table = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.table.weight, std=d_model ** -0.5)
 
+    def check_ids(self, tokens: torch.Tensor) -> None:
+        """Raise ValueError naming the first id outside [0, vocab_size)."""
+        bad = tokens[(tokens < 0) | (tokens >= self.vocab_size)]
+        if bad.numel():
+            raise ValueError(f"token id {bad[0].item()} is out of range for vocab_size={self.vocab_size}")
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         if tokens.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"tokens must be integer ids, but got dtype {tokens.dtype}")
-        if tokens.numel() and (tokens.min() < 0 or tokens.max() >= self.vocab_size):
-            bad = tokens[(tokens < 0) | (tokens >= self.vocab_size)][0].item()
-            raise ValueError(f"token id {bad} is out of range for vocab_size={self.vocab_size}")
+        if tokens.device.type == "cpu" and not torch.compiler.is_compiling():
+            self.check_ids(tokens)
         return self.table(tokens) * math.sqrt(self.d_model)                  # (B, L, D)
 
 
@@ -72,40 +80,43 @@ class _PositionalBase(nn.Module):
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
 
-    def _check(self, x: torch.Tensor) -> int:
+    def _check(self, x: torch.Tensor, start: int) -> int:
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected shape (B, L, {self.d_model}), but got {tuple(x.shape)}")
-        if x.shape[1] > self.max_len:
-            raise ValueError(f"sequence length {x.shape[1]} exceeds max_len={self.max_len} of "
-                             f"{type(self).__name__}")
+        if start < 0 or start + x.shape[1] > self.max_len:
+            where = f"positions {start}..{start + x.shape[1] - 1}" if start else f"sequence length {x.shape[1]}"
+            raise ValueError(f"{where} exceeds max_len={self.max_len} of {type(self).__name__}")
         return x.shape[1]
 
 
 class SinusoidalPositionalEncoding(_PositionalBase):
-    """x + PE[:L], then dropout. The table is a fixed buffer: nothing here is learned.
+    """x + PE[start : start + L], then dropout. The table is a fixed buffer: nothing is learned.
 
-    Shape: x (B, L, D) → (B, L, D), L <= max_len.
+    ``start`` is the position of x's first row (0, or the length of a decoder's cache).
+    The dropout on this sum is the paper's (§5.4).
+    Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
         super().__init__(d_model, max_len, dropout)
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        L = self._check(x)
-        return self.dropout(x + self.pe[:L].to(x.dtype))                     # (B, L, D)
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        L = self._check(x, start)
+        return self.dropout(x + self.pe[start:start + L].to(x.dtype))        # (B, L, D)
 
 
 class LearnedPositionalEncoding(_PositionalBase):
-    """x + P[:L] with P a learned (max_len, D) table (BERT, GPT-2): no position beyond max_len.
+    """x + P[start : start + L] with P a learned (max_len, D) table (BERT, GPT-2): no position
+    beyond max_len.
 
-    Shape: x (B, L, D) → (B, L, D), L <= max_len.
+    Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
     """
 
     def __init__(self, d_model: int, max_len: int, dropout: float = 0.0):
         super().__init__(d_model, max_len, dropout)
         self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        L = self._check(x)
-        return self.dropout(x + self.table[:L])                              # (B, L, D)
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        L = self._check(x, start)
+        return self.dropout(x + self.table[start:start + L])                 # (B, L, D)

@@ -18,7 +18,11 @@ class EncoderLayer(nn.Module):
     """Self-attention then a position-wise FFN, each inside a residual connection with LayerNorm.
 
     Args:
-        d_model, n_heads, d_ff, dropout: as in the paper (512, 8, 2048, 0.1).
+        d_model: D (the paper: 512).
+        n_heads: H (8).
+        d_ff: F, the FFN's hidden width (2048).
+        dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
+            also on the attention weights and the FFN's hidden layer, as in PyTorch.
         norm_first: False = Post-LN (the 2017 paper), True = Pre-LN.
         activation: "relu" or "gelu". eps: LayerNorm's ε.
     Shape:

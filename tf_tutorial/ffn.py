@@ -24,7 +24,9 @@ class PositionwiseFeedForward(nn.Module):
 
     Args:
         d_model: D. d_ff: F, the hidden width (4·D in the paper).
-        dropout: after the activation (training only). activation: "relu" (paper) or "gelu".
+        dropout: after the activation (training only). The paper has none here; PyTorch's
+            ``nn.TransformerEncoderLayer`` and the Annotated Transformer do.
+        activation: "relu" (paper) or "gelu".
     Shape:
         x (B, L, D) → (B, L, D).
     """

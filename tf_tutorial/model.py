@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from tf_tutorial.attention import causal_mask, padding_mask
-from tf_tutorial.decoder import Decoder
+from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import Encoder
 
@@ -30,6 +30,9 @@ class TransformerConfig:
     """The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
 
     ``norm_first``: False = Post-LN as in the paper, True = Pre-LN.
+    ``dropout``: on each sub-layer's output and on embeddings + positions (the paper's two
+    places), and also on attention weights and the FFN's hidden layer (as PyTorch does).
+    ``pad_id``, ``bos_id``, ``eos_id``: the special tokens of the vocabularies (decoding reads them here).
     ``share_embeddings``: one table for source, target and output (paper §3.4; needs one
     shared vocabulary). ``tie_output``: the output projection reuses the target embedding.
     """
@@ -43,6 +46,8 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 256
     pad_id: int = 0
+    bos_id: int = 1
+    eos_id: int = 2
     norm_first: bool = False
     share_embeddings: bool = False
     tie_output: bool = True
@@ -57,6 +62,11 @@ class TransformerConfig:
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"pad_id={self.pad_id} is not a valid id for vocabularies of size "
                              f"{self.src_vocab_size} and {self.tgt_vocab_size}")
+        for name in ("bos_id", "eos_id"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or not 0 <= value < self.tgt_vocab_size or value == self.pad_id:
+                raise ValueError(f"{name}={value!r} must be an id of the target vocabulary (size "
+                                 f"{self.tgt_vocab_size}) other than pad_id={self.pad_id}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError("share_embeddings=True needs one shared vocabulary, but got "
                              f"src_vocab_size={self.src_vocab_size} != tgt_vocab_size={self.tgt_vocab_size}")
@@ -95,13 +105,31 @@ class Transformer(nn.Module):
         src_mask = padding_mask(src, self.config.pad_id)                    # (B, 1, S)
         return self.encoder(self.positions(self.src_embed(src)), src_mask), src_mask
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor):
-        """tgt_in (B, T), memory (B, S, D) → logits (B, T, V)."""
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
+               cache: DecoderCache | None = None, return_weights: bool = False):
+        """tgt_in (B, T), memory (B, S, D) → logits (B, T, V).
+
+        With a ``cache`` (:meth:`new_cache`), ``tgt_in`` holds only the new tokens: their
+        positions start where the cache ends, and they attend to every cached position (the
+        target padding mask is not applied then: decoding never feeds <pad> before a live token).
+        ``return_weights=True`` also returns {"self": [(B, H, T, t + T)], "cross": [(B, H, T, S)]}.
+        """
         self._check_tokens("tgt_in", tgt_in)
-        T = tgt_in.shape[1]
-        self_mask = causal_mask(T, tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)  # (B, T, T)
-        y = self.decoder(self.positions(self.tgt_embed(tgt_in)), memory, self_mask, src_mask)
+        start, T = (0 if cache is None else cache.length), tgt_in.shape[1]
+        if cache is None:
+            self_mask = causal_mask(T, tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)  # (B, T, T)
+        else:   # one new token may see everything cached; several see the cache and their past
+            self_mask = None if T == 1 else causal_mask(start + T, tgt_in.device)[start:]        # (T, t + T)
+        x = self.positions(self.tgt_embed(tgt_in), start)                  # (B, T, D)
+        y = self.decoder(x, memory, self_mask, src_mask, cache, return_weights)
+        if return_weights:
+            y, maps = y
+            return self.out(y), maps
         return self.out(y)                                                  # (B, T, V)
+
+    def new_cache(self) -> DecoderCache:
+        """An empty cache for step-by-step decoding with :meth:`decode`."""
+        return DecoderCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         self._check_tokens("src", src)

@@ -19,7 +19,8 @@ class SublayerConnection(nn.Module):
     """Wrap a sublayer F (attention or FFN) with a residual connection and a LayerNorm.
 
     Args:
-        d_model: D. dropout: on F's output (training only).
+        d_model: D.
+        dropout: on F's output before the residual add (training only), as in the paper (§5.4).
         norm_first: False = Post-LN, True = Pre-LN.
         eps: LayerNorm's ε.
     Shape:
