@@ -2,38 +2,47 @@
 import pytest
 import torch
 
-from tf_tutorial.data import (MAX_TRAIN_LEN, Vocab, batches, encode_pairs, make_corpus, pad, tokenize_en)
+from tf_tutorial.data import (MAX_TRAIN_LEN, Vocab, batch_indices, batches, encode_pairs, make_corpus, pad,
+                              tokenize_en)
 from tf_tutorial.grammar import Grammar
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    return make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=4)
+    return make_corpus(n_train=3000, n_valid=200, n_test=200, n_longer=60, n_deeper=50, seed=4)
 
 
 def test_splits_share_no_sentence(corpus):
-    keys = [{" ".join(en) for en, _ in split} for split in (corpus.train, corpus.valid, corpus.test, corpus.general)]
-    assert [len(k) for k in keys] == [3000, 200, 200, 60]
-    for i in range(4):
-        for j in range(i + 1, 4):
+    keys = [{" ".join(en) for en, _ in split} for split in corpus.splits().values()]
+    assert [len(k) for k in keys] == [3000, 200, 200, 60, 50]
+    for i in range(5):
+        for j in range(i + 1, 5):
             assert not keys[i] & keys[j]
 
 
-def test_generalisation_split_is_deeper_and_longer(corpus):
-    # depth is recomputed independently: count relative pronouns that open a clause
-    def depth_bound(en):
-        return sum(w in ("that", "who") for w in en[1:])
-    assert max(len(en) for en, _ in corpus.train) <= MAX_TRAIN_LEN
-    assert min(depth_bound(en) for en, _ in corpus.general) >= 3
+def test_longer_split_is_longer_but_not_deeper(corpus):
+    train_max = max(len(en) for en, _ in corpus.train)
+    assert train_max <= MAX_TRAIN_LEN
+    assert min(len(en) for en, _ in corpus.longer) > MAX_TRAIN_LEN >= train_max
+    relatives = lambda en: sum(w in ("that", "who") for w in en[1:])          # noqa: E731
+    # two coordinated clauses from the training grammar (depth <= 2, see test_grammar_depth_matches_generator_flag)
+    assert any(relatives(en) >= 2 for en, _ in corpus.longer)
+    assert all(("," in en) or ("because" in en) for en, _ in corpus.longer)
+
+
+def test_deeper_split_is_deeper_but_not_longer(corpus):
+    relatives = lambda en: sum(w in ("that", "who") for w in en[1:])          # noqa: E731
+    assert min(relatives(en) for en, _ in corpus.deeper) >= 3
+    assert max(len(en) for en, _ in corpus.deeper) <= MAX_TRAIN_LEN
+    assert max(len(zh) for _, zh in corpus.deeper) <= max(len(zh) for _, zh in corpus.train)
     s = corpus.summary()
-    assert s["general"]["mean_en_len"] > 1.5 * s["train"]["mean_en_len"]
-    assert s["general"]["max_en_len"] > s["train"]["max_en_len"]
+    assert s["deeper"]["mean_en_len"] > s["train"]["mean_en_len"]        # deeper sentences are not short
 
 
 def test_corpus_is_deterministic_from_seed(corpus):
-    again = make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=4)
-    assert again.train == corpus.train and again.general == corpus.general
-    assert make_corpus(n_train=3000, n_valid=200, n_test=200, n_general=60, seed=5).test != corpus.test
+    again = make_corpus(n_train=3000, n_valid=200, n_test=200, n_longer=60, n_deeper=50, seed=4)
+    assert again.train == corpus.train and again.longer == corpus.longer and again.deeper == corpus.deeper
+    assert make_corpus(n_train=3000, n_valid=200, n_test=200, n_longer=60, n_deeper=50, seed=5).test != corpus.test
 
 
 def test_vocab_round_trip(corpus):
@@ -49,7 +58,7 @@ def test_vocab_round_trip(corpus):
 
 
 def test_every_train_word_is_in_the_vocab_and_sizes_reach_1000():
-    c = make_corpus(n_train=40_000, n_valid=10, n_test=10, n_general=1, seed=0)
+    c = make_corpus(n_train=40_000, n_valid=10, n_test=10, n_longer=1, n_deeper=1, seed=0)
     assert len(c.src_vocab) > 1000 and len(c.tgt_vocab) > 1000
     assert all(t in c.src_vocab for en, _ in c.train[:500] for t in en)
 
@@ -80,6 +89,24 @@ def test_bad_sizes_are_rejected():
         make_corpus(n_train=0)
     with pytest.raises(ValueError, match="batch_size must be positive"):
         next(batches([([1], [1, 2])], 0))
+    with pytest.raises(ValueError, match="give exactly one of batch_size and max_tokens"):
+        batch_indices([(1, 2)], batch_size=4, max_tokens=100)
+    with pytest.raises(ValueError, match=r"max_tokens=3 is smaller than the longest sentence \(5 tokens\)"):
+        batch_indices([(1, 2), (5, 4)], batch_size=None, max_tokens=3)
+
+
+def test_token_batches_hold_about_max_tokens_and_cover_everything(corpus):
+    enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
+    lengths = [(len(s), len(t)) for s, t in enc]
+    chunks = batch_indices(lengths, batch_size=None, max_tokens=600, seed=3)
+    assert sorted(i for c in chunks for i in c) == list(range(len(enc)))
+    padded = [len(c) * max(max(lengths[i]) for i in c) for c in chunks]
+    assert max(padded) <= 600
+    assert sum(padded) / len(padded) > 450                # batches are filled, not cut short
+    sizes = {len(c) for c in chunks}
+    assert max(sizes) > 2 * min(s for s in sizes if s > 1)   # short sentences come in bigger batches
+    src, tgt = next(batches(enc, None, max_tokens=600, seed=3))
+    assert src.shape[0] * max(src.shape[1], tgt.shape[1]) <= 600
 
 
 def test_grammar_depth_matches_generator_flag():

@@ -28,7 +28,7 @@ def test_phenomena_tags():
 
 
 def test_evaluate_returns_outputs_for_every_sentence():
-    c = make_corpus(n_train=500, n_valid=5, n_test=30, n_general=1)
+    c = make_corpus(n_train=500, n_valid=5, n_test=30, n_longer=1, n_deeper=1)
     torch.manual_seed(0)
     m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
                                       d_ff=32, dropout=0.0, max_len=128))
@@ -38,3 +38,45 @@ def test_evaluate_returns_outputs_for_every_sentence():
     assert 0.0 <= out["exact_match"] <= 1.0 and sum(n for _, n in out["by_phenomenon"].values()) >= 30
     beam = evaluate(m, c.test[:10], c.src_vocab, c.tgt_vocab, beam_size=2)
     assert len(beam["hyps"]) == 10
+
+
+def test_sentence_bleu_by_hand_equals_sacrebleu():
+    import random
+
+    import sacrebleu
+
+    from tf_tutorial.metrics import sentence_bleu
+    c = make_corpus(n_train=10, n_valid=5, n_test=200, n_longer=1, n_deeper=1, seed=3)
+    rng = random.Random(0)
+    checked = smoothed = 0
+    for _, zh in c.test:
+        ref = list(zh)
+        hyp = list(ref)
+        for _ in range(rng.randint(0, 4)):                      # drop, repeat or replace a few tokens
+            i = rng.randrange(len(hyp))
+            op = rng.choice(["drop", "repeat", "swap"])
+            hyp = hyp[:i] + hyp[i + 1:] if op == "drop" else hyp[:i] + [hyp[i]] + hyp[i:] if op == "repeat" \
+                else hyp[:i] + ["猫"] + hyp[i + 1:]
+        if not hyp:
+            continue
+        ours = sentence_bleu(" ".join(hyp), " ".join(ref))
+        theirs = sacrebleu.sentence_bleu("".join(hyp), ["".join(ref)], tokenize="zh")
+        assert ours["score"] == pytest.approx(theirs.score, abs=1e-9)
+        assert ours["bp"] == pytest.approx(theirs.bp, abs=1e-12)
+        assert (ours["hyp_len"], ours["ref_len"]) == (theirs.sys_len, theirs.ref_len)
+        checked += 1
+        smoothed += 0 in ours["matches"]
+    assert checked > 150 and smoothed > 0                           # the smoothing path was exercised
+    worked = sentence_bleu("我 爱 中国 。", "我 爱 北京 。")         # 我爱中国。 vs 我爱北京。: 5 characters each
+    assert worked["matches"] == [3, 1, 0, 0] and worked["totals"] == [5, 4, 3, 2] and worked["bp"] == 1.0
+
+
+def test_error_kinds():
+    from tf_tutorial.metrics import error_kind
+    ref = "我 昨天 在 图书馆 借 了 一 本 书 。"
+    assert error_kind(ref, ref) == "无误"
+    assert error_kind(ref, "我 昨天 借 了 一 本 书 。") == "漏词"
+    assert error_kind(ref, "我 昨天 在 图书馆 借 了 了 一 本 书 。") == "重复"
+    assert error_kind(ref, "我 昨天 在 图书馆 借 了 一 本 新 书 。") == "多词"
+    assert error_kind(ref, "我 昨天 在 商店 借 了 一 本 书 。") == "错词"
+    assert error_kind(ref, "我 在 商店 借 了 一 本 书 。") == "混合"

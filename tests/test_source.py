@@ -39,3 +39,14 @@ def test_show_of_code_without_a_source_file():
     exec("def made_up():\n    return 1\n", namespace)
     with pytest.raises(ValueError, match=r"could not find the source of 'made_up'"):
         show(namespace["made_up"])
+
+
+def test_show_of_several_objects_shows_each_in_order():
+    from tf_tutorial.rnn import ElmanRNN as first, jacobian_norms as second
+    shown = show(first, second)
+    assert shown.data.index("class ElmanRNN") < shown.data.index("def jacobian_norms(")
+    assert shown.data == inspect.getsource(first).rstrip("\n") + "\n\n" + inspect.getsource(second)
+    with pytest.raises(TypeError, match="expected at least one object"):
+        show()
+    with pytest.raises(TypeError, match="but got an object of type int: 3"):
+        show(first, 3)

@@ -1,6 +1,7 @@
 """Training: schedule, a run that learns, resume, checkpoints, the command line, DDP on CPU."""
 import dataclasses
 import json
+import math
 import os
 import subprocess
 import sys
@@ -10,15 +11,18 @@ import pytest
 import torch
 
 from tf_tutorial.data import make_corpus
+from torch import nn
+
+from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import (CONFIGS, CheckpointError, autocast_dtype, load_checkpoint, noam_lr,
-                               pick_device, save_checkpoint, train)
+                               pick_device, save_checkpoint, train, train_step)
 
 TINY = dataclasses.replace(CONFIGS["tiny"], steps=40, warmup=10, eval_every=20, n_train=1500)
 
 
 @pytest.fixture(scope="module")
 def corpus():
-    return make_corpus(n_train=1500, n_valid=100, n_test=50, n_general=5, seed=0)
+    return make_corpus(n_train=1500, n_valid=100, n_test=50, n_longer=5, n_deeper=5, seed=0)
 
 
 def test_noam_schedule_peaks_at_warmup():
@@ -31,6 +35,10 @@ def test_noam_schedule_peaks_at_warmup():
 def test_device_and_precision_choice():
     assert pick_device("cpu").type == "cpu"
     assert autocast_dtype(torch.device("cpu")) is None
+    assert autocast_dtype(torch.device("cpu"), "bf16") is torch.bfloat16      # asked for: the GPU path on a CPU
+    assert autocast_dtype(torch.device("cpu"), "fp16") is torch.float16
+    with pytest.raises(ValueError, match="precision must be one of"):
+        autocast_dtype(torch.device("cpu"), "fp8")
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA GPU is available"):
             pick_device("cuda")
@@ -90,7 +98,8 @@ def _cli(*args, cwd=None):
 
 @pytest.mark.parametrize("args, message", [
     (["--config", "huge"], "argument --config: invalid choice: 'huge'"),
-    (["--out", "/no/such/dir"], "--out /no/such/dir: no such directory"),
+    (["--out", "/etc/hostname"], "--out /etc/hostname: not a directory"),
+    (["--max-seconds", "0"], "--max-seconds must be positive, but got 0.0"),
     (["--steps", "0"], "--steps must be a positive integer, but got 0"),
 ])
 def test_cli_user_errors_are_one_line_exit_2(args, message, capsys):
@@ -112,7 +121,8 @@ def test_cli_unwritable_out_dir(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--out", "/sys"])
     assert exit_info.value.code == 2
-    assert capsys.readouterr().err.strip() == "python -m tf_tutorial.train: error: --out /sys: directory is not writable"
+    assert capsys.readouterr().err.strip().startswith(
+        "python -m tf_tutorial.train: error: --out /sys: directory is not writable")
 
 
 def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
@@ -125,7 +135,7 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     state["model"]["src_embed.table.weight"] = torch.zeros(3, 3)
     state["train_config"]["d_model"] = 32
     torch.save(state, tmp_path / "wrong.pt")
-    r = _cli("--config", "tiny", "--resume", str(tmp_path / "wrong.pt"), "--no-progress")
+    r = _cli("--config", "tiny", "--resume", str(tmp_path / "wrong.pt"), "--steps", "7", "--no-progress")
     assert r.returncode == 2 and "does not fit this model" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
 
@@ -139,3 +149,161 @@ def test_ddp_two_cpu_processes_end_with_identical_weights(tmp_path):
     history = torch.load(tmp_path / "checkpoint.pt", weights_only=False)["history"]
     a, b = history["rank_checksums"]
     assert a == b and history["step"][-1] == 6
+
+
+# --- the training step, and the GPU's code paths exercised on the CPU ---------------------------
+
+TINY_MODEL = TransformerConfig(30, 25, d_model=16, n_heads=2, n_layers=1, d_ff=32, dropout=0.0, max_len=32)
+
+
+def _setup(device="cpu", seed=0):
+    torch.manual_seed(seed)
+    model = Transformer(TINY_MODEL).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam_lr(s + 1, 16, 10))
+    return model, opt, sched
+
+
+def _batch(device="cpu"):
+    torch.manual_seed(1)
+    src, tgt = torch.randint(4, 30, (3, 7)), torch.randint(4, 25, (3, 6))
+    tgt[:, 0] = 1
+    src[1, 5:] = 0
+    tgt[2, 4:] = 0
+    return src.to(device), tgt.to(device)
+
+
+LOSS = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.1)
+
+
+def test_train_step_is_teacher_forcing_with_a_smoothed_loss_that_ignores_padding():
+    model, opt, sched = _setup()
+    src, tgt = _batch()
+    with torch.no_grad():
+        logits = model.train()(src, tgt[:, :-1])
+    keep = tgt[:, 1:] != 0
+    V, eps = logits.shape[-1], 0.1
+    logp = logits.log_softmax(-1)[keep]                                   # real target positions only
+    q = torch.full_like(logp, eps / V).scatter(1, tgt[:, 1:][keep][:, None], 1 - eps + eps / V)
+    by_hand = -(q * logp).sum(-1).mean()
+    before = [p.detach().clone() for p in model.parameters()]
+    lr0 = opt.param_groups[0]["lr"]
+    loss = train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False))
+    assert loss.item() == pytest.approx(by_hand.item(), rel=1e-5)
+    assert all(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(2, 16, 10)) != lr0
+
+
+def test_train_step_clips_the_gradient_norm():
+    model, opt, sched = _setup()
+    src, tgt = _batch()
+    norms = []
+    original = nn.utils.clip_grad_norm_
+
+    def spy(params, max_norm):
+        params = list(params)
+        total = original(params, max_norm)
+        norms.append((total.item(), torch.linalg.vector_norm(torch.stack([p.grad.norm() for p in params])).item()))
+        return total
+    nn.utils.clip_grad_norm_, saved = spy, nn.utils.clip_grad_norm_
+    try:
+        train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False), clip=0.01)
+    finally:
+        nn.utils.clip_grad_norm_ = saved
+    before, after = norms[0]
+    assert before > 0.01 and after == pytest.approx(0.01, rel=1e-4)
+
+
+def test_bf16_autocast_step_on_the_cpu():
+    model, opt, sched = _setup()
+    src, tgt = _batch()
+    seen = []
+    handle = model.out.register_forward_hook(lambda m, i, o: seen.append(o.dtype))
+    loss = train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False),
+                      amp=torch.bfloat16)
+    handle.remove()
+    assert seen == [torch.bfloat16] and loss.dtype == torch.float32 and torch.isfinite(loss)
+    assert all(p.dtype == torch.float32 for p in model.parameters())       # master weights stay fp32
+    ref_model, ref_opt, ref_sched = _setup()
+    ref = train_step(ref_model, src, tgt, ref_opt, ref_sched, LOSS, torch.amp.GradScaler("cpu", enabled=False))
+    assert loss.item() == pytest.approx(ref.item(), rel=2e-2) and loss.item() != ref.item()
+
+
+def test_fp16_step_with_the_loss_scaler_on_the_cpu():
+    model, opt, sched = _setup()
+    src, tgt = _batch()
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0 ** 10)
+    seen = []
+    handle = model.out.weight.register_hook(lambda g: seen.append(g.abs().max().item()))
+    losses = [train_step(model, src, tgt, opt, sched, LOSS, scaler, amp=torch.float16, clip=1e9).item()]
+    handle.remove()
+    # backward saw the gradient scaled up; the optimizer got it divided back down
+    assert seen[0] / model.out.weight.grad.abs().max().item() == pytest.approx(2.0 ** 10, rel=1e-3)
+    losses += [train_step(model, src, tgt, opt, sched, LOSS, scaler, amp=torch.float16).item() for _ in range(4)]
+    assert all(map(math.isfinite, losses)) and losses[-1] < losses[0]
+    assert scaler.get_scale() == 2.0 ** 10                                 # no overflow: the scale held
+
+
+def test_a_compiled_step_has_no_graph_break_and_the_same_loss():
+    model, opt, sched = _setup()
+    src, tgt = _batch()
+    eager = train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False))
+    torch._dynamo.reset()
+    model2, opt2, sched2 = _setup()
+    compiled = torch.compile(model2, backend="aot_eager", fullgraph=True)     # fullgraph: a graph break fails
+    loss = train_step(model2, src, tgt, opt2, sched2, LOSS, torch.amp.GradScaler("cpu", enabled=False),
+                      forward=compiled)
+    assert loss.item() == pytest.approx(eager.item(), rel=1e-6)
+    for a, b in zip(model.parameters(), model2.parameters()):
+        assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_no_tensor_is_made_on_the_wrong_device():
+    """On the meta device any tensor created on the CPU by mistake (a mask, a position index)
+    raises "Tensor on device cpu is not on the expected device meta": the GPU's failure, caught here."""
+    model, opt, sched = _setup("meta")
+    src, tgt = _batch("meta")
+    loss = train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False))
+    assert loss.device.type == "meta"
+    model.eval()
+    memory, src_mask = model.encode(src)
+    cache = model.new_cache()
+    for _ in range(3):
+        logits = model.decode(torch.ones(3, 1, dtype=torch.long, device="meta"), memory, src_mask, cache=cache)
+    cache.reorder(torch.tensor([2, 0, 0], device="meta"))
+    logits = model.decode(tgt[:, :2], memory, src_mask, cache=cache)
+    assert logits.device.type == "meta" and logits.shape == (3, 2, 25) and cache.length == 5
+    _, maps = model.decode(tgt, memory, src_mask, return_weights=True)
+    assert maps["cross"][0].device.type == "meta"
+
+
+def test_a_run_in_bf16_learns(corpus):
+    r = train(TINY, corpus=corpus, progress=False, precision="bf16")
+    h = r.history
+    assert sum(h["loss"][-5:]) / 5 < sum(h["loss"][:5]) / 5 - 1.0
+
+
+def test_token_batches_train_and_count_tokens(corpus):
+    cfg = dataclasses.replace(TINY, batch_tokens=400, steps=10, eval_every=10)
+    h = train(cfg, corpus=corpus, progress=False).history
+    assert h["step"] == list(range(1, 11)) and h["tokens"] > 10 * 100
+
+
+def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
+    from tf_tutorial.train import main
+    out = tmp_path / "new" / "run"                                          # created, parents too
+    assert main(["--config", "tiny", "--steps", "4", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    ckpt = str(out / "checkpoint.pt")
+    for steps, message in ((None, "is already at step 4 of 4; give a larger --steps"),
+                           ("3", "is already at step 4 of 3; give --steps larger than 4")):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--resume", ckpt, "--no-progress"] + (["--steps", steps] if steps else []))
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit):
+        main(["--resume", ckpt, "--config", "cpu", "--steps", "9"])
+    assert "does not match checkpoint" in capsys.readouterr().err
+    assert main(["--resume", ckpt, "--steps", "6", "--out", str(out), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 6 and load_checkpoint(ckpt)["step"] == 6

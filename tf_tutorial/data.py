@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial.grammar import Grammar
+from tf_tutorial.grammar import Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
-MAX_TRAIN_LEN = 40          # English tokens; longer sentences only appear in the generalisation split
+MAX_TRAIN_LEN = 40          # English tokens; longer sentences only appear in the "longer" split
 
 
 class Vocab:
@@ -54,60 +54,141 @@ def tokenize_en(text: str) -> list[str]:
     return re.findall(r"'s\b|[,.?]|[^\s,.?']+", text)
 
 
+_NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,000 one number; 1,2 two; w3 none
+_TITLES = {"Mr", "Mrs", "Ms", "Dr"}                        # typed "Dr.", but the corpus writes "Dr"
+
+
+def _number_words(match: re.Match) -> str:
+    n = int(match.group().replace(",", ""))
+    if not 1 <= n < 10**9:
+        raise ValueError(f"number {match.group()} is out of range: only whole numbers from 1 to 999,999,999 "
+                         f"are known to the model")
+    return " " + " ".join(number_en(n)) + " "
+
+
+def _known(word: str, vocab: Vocab) -> str | None:
+    """The vocabulary's spelling of ``word``: as typed, else lowercase ("The"), else capitalised ("china")."""
+    for form in (word, word.lower(), word[:1].upper() + word[1:].lower()):
+        if form in vocab:
+            return form
+    return None
+
+
+def normalise(text: str, src_vocab: Vocab) -> list[str]:
+    """A typed English sentence → tokens written the way the corpus writes them.
+
+    In order: digits become number words (305000 and 305,000 → three hundred and five
+    thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
+    :func:`~tf_tutorial.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
+    as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
+    the period of a title ("Dr.") is dropped; trailing commas go, and a "." is added unless the
+    sentence ends with "." or "?", as every corpus sentence does. Unknown words are kept as typed.
+
+    Args:
+        text: one English sentence.
+        src_vocab: the model's source vocabulary.
+    Returns:
+        The tokens, e.g. "The dog bites the man!" → ['the', 'dog', 'bites', 'the', 'man', '.'].
+    Raises:
+        ValueError: an empty sentence, or a number out of range.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
+    words = tokenize_en(_NUMBER.sub(_number_words, text.replace("!", ".").replace("\u2019", "'")))
+    if not words:
+        raise ValueError("empty sentence")
+    longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
+    tokens, i = [], 0
+    while i < len(words):
+        for n in range(min(longest, len(words) - i), 0, -1):          # the longest match wins
+            form = _known(" ".join(words[i:i + n]), src_vocab)
+            if form or n == 1:
+                tokens.append(form or words[i])
+                i += n
+                break
+    tokens = [t for k, t in enumerate(tokens)
+              if not (t == "." and 0 < k < len(tokens) - 1 and tokens[k - 1] in _TITLES)]
+    while tokens and tokens[-1] == ",":
+        tokens.pop()
+    if not tokens or tokens[-1] not in (".", "?"):
+        tokens.append(".")
+    return tokens
+
+
+
 @dataclass
 class Corpus:
-    """The four splits as lists of (English tokens, Chinese tokens), and the two vocabularies."""
+    """The splits as lists of (English tokens, Chinese tokens), and the two vocabularies.
+
+    train / valid / test come from one distribution (nesting depth ≤ 2, at most
+    ``MAX_TRAIN_LEN`` English tokens). The two generalisation splits each change one thing:
+    ``longer``: the same depth, but every sentence is longer than any training sentence;
+    ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training range.
+    """
 
     train: list
     valid: list
     test: list
-    general: list
+    longer: list
+    deeper: list
     src_vocab: Vocab
     tgt_vocab: Vocab
     seed: int
 
+    SPLITS = ("train", "valid", "test", "longer", "deeper")
+
+    def splits(self) -> dict:
+        return {name: getattr(self, name) for name in self.SPLITS}
+
     def summary(self) -> dict:
-        def lengths(split):
-            return [len(en) for en, _ in split]
-        return {name: {"pairs": len(split), "max_en_len": max(lengths(split)),
-                       "mean_en_len": round(sum(lengths(split)) / len(split), 1)}
-                for name, split in (("train", self.train), ("valid", self.valid),
-                                    ("test", self.test), ("general", self.general))}
+        """Per split: pairs, English and Chinese lengths, and the deepest nesting."""
+        out = {}
+        for name, split in self.splits().items():
+            en, zh = [len(e) for e, _ in split], [len(z) for _, z in split]
+            out[name] = {"pairs": len(split), "mean_en_len": round(sum(en) / len(en), 1), "max_en_len": max(en),
+                         "min_en_len": min(en), "max_zh_len": max(zh)}
+        return out
+
+
+def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int) -> list:
+    """Draw sentences until ``n`` distinct ones pass ``keep(en, zh, depth)``."""
+    out = []
+    for _ in range(tries):
+        en, zh, depth = grammar.sentence()
+        key = " ".join(en)
+        if key not in seen and keep(en, zh, depth):
+            seen.add(key)
+            out.append((en, zh))
+            if len(out) == n:
+                return out
+    raise ValueError(f"the grammar produced only {len(out)} suitable distinct sentences in {tries} tries; "
+                     f"asked for {n}")
 
 
 def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
-                n_general: int = 500, seed: int = 0) -> Corpus:
-    """Deterministic from ``seed``; no English sentence is in two splits.
-
-    train / valid / test: nesting depth ≤ 2 and at most ``MAX_TRAIN_LEN`` English tokens.
-    general: every sentence nests relative clauses 3 deep, deeper than anything in training
-    (and many are longer), to see whether the model learned the rules or the lengths.
-    """
-    for name, n in (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_general", n_general)):
-        if not isinstance(n, int) or n < 1:
+                n_longer: int = 500, n_deeper: int = 500, seed: int = 0) -> Corpus:
+    """Deterministic from ``seed``; no English sentence is in two splits (see :class:`Corpus`)."""
+    sizes = (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_longer", n_longer),
+             ("n_deeper", n_deeper))
+    for name, n in sizes:
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{name} must be a positive integer, but got {n!r}")
-    grammar, seen, pairs = Grammar(random.Random(seed), max_depth=2), set(), []
+    seen: set = set()
     need = n_test + n_valid + n_train
-    for _ in range(50 * need):
-        en, zh, _ = grammar.sentence()
-        key = " ".join(en)
-        if len(en) <= MAX_TRAIN_LEN and key not in seen:
-            seen.add(key)
-            pairs.append((en, zh))
-            if len(pairs) == need:
-                break
-    else:
-        raise ValueError(f"the grammar produced only {len(pairs)} distinct sentences; asked for {need}")
+    pairs = _collect(Grammar(random.Random(seed), max_depth=2), need,
+                     lambda en, zh, d: len(en) <= MAX_TRAIN_LEN, seen, 50 * need)
     test, valid, train = pairs[:n_test], pairs[n_test:n_test + n_valid], pairs[n_test + n_valid:]
-    deep, general = Grammar(random.Random(seed + 1), max_depth=3, rel_p=0.9, deep=True), []
-    while len(general) < n_general:
-        en, zh, depth = deep.sentence()
-        if depth == 3 and " ".join(en) not in seen:
-            seen.add(" ".join(en))
-            general.append((en, zh))
+    max_zh = max(len(zh) for _, zh in train)
+    # longer: two coordinated clauses of the training depth, past the longest training sentence
+    longer = _collect(Grammar(random.Random(seed + 1), max_depth=2, rel_p=0.9, question_p=0.0, coord_p=1.0),
+                      n_longer, lambda en, zh, d: len(en) > MAX_TRAIN_LEN, seen, 400 * n_longer)
+    # deeper: three levels of relative clauses, no longer than training sentences on either side
+    deeper = _collect(Grammar(random.Random(seed + 2), max_depth=3, rel_p=0.9, deep=True), n_deeper,
+                      lambda en, zh, d: d == 3 and len(en) <= MAX_TRAIN_LEN and len(zh) <= max_zh,
+                      seen, 400 * n_deeper)
     src = Vocab(t for en, _ in train for t in en)
     tgt = Vocab(t for _, zh in train for t in zh)
-    return Corpus(train, valid, test, general, src, tgt, seed)
+    return Corpus(train, valid, test, longer, deeper, src, tgt, seed)
 
 
 def encode_pairs(pairs, src_vocab: Vocab, tgt_vocab: Vocab):
@@ -123,24 +204,55 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
     return out
 
 
-def batches(encoded, batch_size: int, pad_id: int = 0, shuffle: bool = True, seed: int = 0):
-    """Bucket by length so that a batch holds sentences of similar length (little padding).
+def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None = None,
+                  shuffle: bool = True, seed: int = 0) -> list[list[int]]:
+    """Group sentence indices into batches of similar length (bucketing), so little is padding.
 
-    Sentences are sorted by source length within pools of 50 batches, cut into batches, and
-    the batches shuffled. Yields ``(src (B, S), tgt (B, T))``.
+    ``lengths``: one (source length, target length) per sentence. Sentences are sorted by length
+    within pools of about 50 batches and cut into batches; the batches are then shuffled.
+    A batch holds ``batch_size`` sentences, or, with ``max_tokens``, as many as fit in
+    ``max_tokens`` padded tokens on its longer side (the paper's "about 25000 tokens"): short
+    sentences then come in large batches and long ones in small batches.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be positive, but got {batch_size}")
+    if (batch_size is None) == (max_tokens is None):
+        raise ValueError(f"give exactly one of batch_size and max_tokens, but got batch_size={batch_size!r}, "
+                         f"max_tokens={max_tokens!r}")
+    limit = batch_size if batch_size is not None else max_tokens
+    if not isinstance(limit, int) or limit < 1:
+        name = "batch_size" if batch_size is not None else "max_tokens"
+        raise ValueError(f"{name} must be positive, but got {limit!r}")
+    if max_tokens is not None and lengths and max(max(pair) for pair in lengths) > max_tokens:
+        raise ValueError(f"max_tokens={max_tokens} is smaller than the longest sentence "
+                         f"({max(max(pair) for pair in lengths)} tokens)")
     rng = random.Random(seed)
-    order = list(range(len(encoded)))
+    order = list(range(len(lengths)))
     if shuffle:
         rng.shuffle(order)
-    pool = 50 * batch_size
+    mean_len = sum(max(pair) for pair in lengths) / max(len(lengths), 1)
+    pool = 50 * (batch_size or max(1, int(max_tokens / max(mean_len, 1))))
     chunks = []
     for start in range(0, len(order), pool):
-        idx = sorted(order[start:start + pool], key=lambda i: (len(encoded[i][0]), len(encoded[i][1])))
-        chunks += [idx[j:j + batch_size] for j in range(0, len(idx), batch_size)]
+        idx = sorted(order[start:start + pool], key=lambda i: lengths[i])
+        if batch_size is not None:
+            chunks += [idx[j:j + batch_size] for j in range(0, len(idx), batch_size)]
+            continue
+        chunk, longest = [], 0
+        for i in idx:
+            longest_with_i = max(longest, *lengths[i])
+            if chunk and (len(chunk) + 1) * longest_with_i > max_tokens:
+                chunks.append(chunk)
+                chunk, longest_with_i = [], max(lengths[i])
+            chunk.append(i)
+            longest = longest_with_i
+        chunks.append(chunk)
     if shuffle:
         rng.shuffle(chunks)
-    for chunk in chunks:
+    return chunks
+
+
+def batches(encoded, batch_size: int | None = 64, pad_id: int = 0, shuffle: bool = True, seed: int = 0,
+            max_tokens: int | None = None):
+    """Padded batches from :func:`batch_indices`. Yields ``(src (B, S), tgt (B, T))``."""
+    lengths = [(len(src), len(tgt)) for src, tgt in encoded]
+    for chunk in batch_indices(lengths, batch_size, max_tokens, shuffle, seed):
         yield pad([encoded[i][0] for i in chunk], pad_id), pad([encoded[i][1] for i in chunk], pad_id)

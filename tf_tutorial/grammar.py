@@ -280,14 +280,17 @@ def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = Fals
 class Grammar:
     """Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds the nesting.
 
-    ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``; ``deep=True`` makes
-    nesting likely (for the generalisation split).
+    ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``. ``deep=True`` makes
+    nesting likely (for the deeper split); ``question_p`` and ``coord_p`` set how often a
+    sentence is a question or two coordinated clauses (``coord_p=1`` for the longer split).
     """
 
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     max_depth: int = 2
     rel_p: float = 0.5
     deep: bool = False            # every noun phrase that may take a relative clause takes "the"
+    question_p: float = 0.15
+    coord_p: float = 0.15
 
     # --- noun phrases --------------------------------------------------------------------
     def name(self) -> Phrase:
@@ -518,9 +521,9 @@ class Grammar:
         """One sentence pair: ``(english_tokens, chinese_tokens, depth)``."""
         rng, depth = self.rng, self.max_depth
         r = rng.random()
-        if r < 0.15:
+        if r < self.question_p:
             p, end = self.question(depth), ("?", "？")
-        elif r < 0.3:
+        elif r < self.question_p + self.coord_p:
             a, b = self.clause(depth), self.clause(depth)
             kind = rng.choice(["but", "and", "because"])
             if kind == "because":                          # A because B → 因为 B ， 所以 A

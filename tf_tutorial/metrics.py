@@ -1,5 +1,14 @@
-"""第 10 章：评测——完全匹配率、BLEU（sacrebleu，中文分词）与按现象的错误分析。"""
+"""第 10 章：评测——完全匹配率、BLEU（sacrebleu，中文分词）与按现象的错误分析。
+
+BLEU = BP · exp(¼ Σₙ log pₙ), n = 1..4: pₙ is the share of the output's n-grams that also occur in
+the reference (each counted at most as often as it occurs there), and the brevity penalty
+BP = min(1, exp(1 − r/c)) punishes an output of c tokens shorter than the reference's r.
+"""
 from __future__ import annotations
+
+import difflib
+import math
+from collections import Counter
 
 import sacrebleu
 import torch
@@ -26,6 +35,61 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
         raise ValueError(f"need as many outputs as references (and at least one), got {len(hyps)} and {len(refs)}")
     join = lambda s: s.replace(" ", "")                       # noqa: E731 - text as a reader writes it
     return sacrebleu.corpus_bleu([join(h) for h in hyps], [[join(r) for r in refs]], tokenize="zh").score
+
+
+def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
+    """BLEU of one output against one reference, step by step, on characters (as sacrebleu's "zh").
+
+    Returns the clipped n-gram ``matches`` and ``totals``, the ``precisions`` (%), the brevity
+    penalty ``bp``, the lengths and the ``score`` (0–100). Like ``sacrebleu.sentence_bleu``, an
+    order with no match gets the "exp" smoothing (1 / 2ᵏ matches, k counting such orders), and
+    orders longer than the output are left out.
+    """
+    h, r = list(hyp.replace(" ", "")), list(ref.replace(" ", ""))
+    if not h or not r:
+        raise ValueError(f"need a non-empty output and reference, but got {hyp!r} and {ref!r}")
+    matches, totals = [], []
+    for n in range(1, max_n + 1):
+        grams_h = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
+        grams_r = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
+        matches.append(sum(min(c, grams_r[g]) for g, c in grams_h.items()))   # clipped by the reference
+        totals.append(max(len(h) - n + 1, 0))
+    logs, k = [], 1
+    for m, t in zip(matches, totals) if any(matches) else ():      # no match at all: BLEU is 0
+        if t == 0:
+            continue                                     # the output is shorter than n
+        if m == 0:
+            k *= 2
+        logs.append(math.log(m / t if m else 1 / (k * t)))
+    bp = 1.0 if len(h) > len(r) else math.exp(1 - len(r) / len(h))
+    return {"matches": matches, "totals": totals,
+            "precisions": [100 * m / t if t else 0.0 for m, t in zip(matches, totals)],
+            "bp": bp, "hyp_len": len(h), "ref_len": len(r),
+            "score": 100 * bp * math.exp(sum(logs) / len(logs)) if logs else 0.0}
+
+
+def error_kind(ref: str, hyp: str) -> str:
+    """How an output differs from its reference, read off a token alignment (difflib).
+
+    "漏词" (tokens missing, nothing else wrong), "多词" (tokens added; "重复" when the added
+    tokens repeat the ones before them), "错词" (tokens replaced, nothing added or missing), "混合".
+    """
+    r, h = ref.split(), hyp.split()
+    ops = [op for op in difflib.SequenceMatcher(a=r, b=h, autojunk=False).get_opcodes() if op[0] != "equal"]
+    kinds = {op[0] for op in ops}
+    if not ops:
+        return "无误"
+    if kinds == {"delete"}:
+        return "漏词"
+    if kinds == {"insert"}:
+        for _, _, _, j1, j2 in ops:
+            added = h[j1:j2]
+            if h[max(j1 - len(added), 0):j1] != added and h[j2:j2 + len(added)] != added:
+                return "多词"
+        return "重复"
+    if kinds == {"replace"} and all(i2 - i1 == j2 - j1 for _, i1, i2, j1, j2 in ops):
+        return "错词"
+    return "混合"
 
 
 def phenomena(english: list[str]) -> list[str]:

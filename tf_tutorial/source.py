@@ -35,15 +35,18 @@ def source_of(obj) -> str:
     return textwrap.dedent(text)
 
 
-def show(obj):
-    """Display the source of ``obj`` as highlighted Python, in Jupyter, Colab and the HTML book.
+def show(*objs):
+    """Display the source of one or more objects as highlighted Python (Jupyter, Colab, the book).
 
     Args:
-        obj: a class, function, method or module of this package (or any Python code).
+        *objs: classes, functions, methods or modules of this package (or any Python code);
+            several are shown one after another, in one block: ``show(KVCache, decode_step)``.
 
     Returns:
         ``IPython.display.Code``: shown as highlighted code when it is the last value of a cell.
     """
     from IPython.display import Code
 
-    return Code(source_of(obj), language="python")
+    if not objs:
+        raise TypeError(f"show() expected at least one object: {_SHOWABLE}")
+    return Code("\n\n".join(source_of(obj).rstrip("\n") for obj in objs) + "\n", language="python")

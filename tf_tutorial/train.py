@@ -6,9 +6,9 @@ Usage:  python -m tf_tutorial.train --config cpu --out runs/cpu
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
-import math
 import os
 import sys
 import tempfile
@@ -20,7 +20,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from tf_tutorial.data import Corpus, batches, encode_pairs, make_corpus
+from tf_tutorial.data import Corpus, batch_indices, batches, encode_pairs, make_corpus, pad
 from tf_tutorial.model import Transformer, TransformerConfig, count_parameters, require_positive_ints
 
 
@@ -36,7 +36,8 @@ class TrainConfig:
     dropout: float = 0.1
     norm_first: bool = False
     n_train: int = 60_000
-    batch_size: int = 64
+    batch_size: int = 64                # sentences per batch (when batch_tokens is None)
+    batch_tokens: int | None = None     # padded tokens per batch instead (the paper: about 25000)
     steps: int = 2000
     warmup: int = 400
     lr_scale: float = 1.0
@@ -48,6 +49,8 @@ class TrainConfig:
     def __post_init__(self):
         require_positive_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train", "batch_size", "steps",
                                      "warmup", "eval_every"))
+        if self.batch_tokens is not None:
+            require_positive_ints(self, ("batch_tokens",))
         if self.lr_scale <= 0 or self.clip <= 0 or not 0 <= self.label_smoothing < 1:
             raise ValueError(f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got "
                              f"{self.lr_scale}, {self.clip}, {self.label_smoothing}")
@@ -55,7 +58,8 @@ class TrainConfig:
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         return TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), self.d_model, self.n_heads,
                                  self.n_layers, self.d_ff, self.dropout, max_len=160,
-                                 pad_id=corpus.src_vocab.pad_id, norm_first=self.norm_first)
+                                 pad_id=corpus.src_vocab.pad_id, bos_id=corpus.tgt_vocab.bos_id,
+                                 eos_id=corpus.tgt_vocab.eos_id, norm_first=self.norm_first)
 
 
 CONFIGS = {
@@ -89,11 +93,15 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 def autocast_dtype(device: torch.device, precision: str = "auto"):
-    """Mixed precision on a GPU: bf16 where it is fast (A100, H100, ...), fp16 with a loss scaler
-    on older GPUs (a T4 has no fast bf16). ``None`` means float32 (always on a CPU)."""
+    """The 16-bit type for mixed precision, or ``None`` for plain float32.
+
+    ``auto``: bf16 on GPUs that have it (A100, H100, ...), fp16 with a loss scaler on older
+    GPUs (a T4 has no fast bf16), float32 on a CPU. ``bf16`` and ``fp16`` also work on a CPU
+    (slowly): that is how the tests run the GPU's code path without a GPU.
+    """
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, but got {precision!r}")
-    if device.type != "cuda" or precision == "fp32":
+    if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
         return None
     if precision == "auto":
         return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
@@ -155,15 +163,59 @@ class TrainResult:
     device: torch.device
 
 
+def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip: float = 1.0, forward=None):
+    """One optimisation step on a batch of token ids src (B, S), tgt (B, T+1); returns the loss.
+
+    Teacher forcing: the decoder reads the target shifted right (<bos> y1 … y_T) and learns to
+    predict it shifted left (y1 … y_T <eos>). ``loss_fn`` ignores <pad> and smooths the labels.
+    ``forward`` is what to call instead of ``model`` (its DDP or compiled wrapper).
+    """
+    tgt_in, gold = tgt[:, :-1], tgt[:, 1:]                                # (B, T) each
+    net = model if forward is None else forward
+    net.train()
+    with torch.autocast(src.device.type, dtype=amp) if amp else contextlib.nullcontext():
+        logits = net(src, tgt_in)                                         # (B, T, V)
+    loss = loss_fn(logits.float().flatten(0, 1), gold.flatten())          # mean over real tokens
+    opt.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()     # fp16: scaled up so that small gradients do not flush to 0
+    scaler.unscale_(opt)              # the true gradients again, before they are clipped
+    nn.utils.clip_grad_norm_(model.parameters(), clip)
+    scaler.step(opt)                  # skipped if a gradient overflowed (the scale then shrinks)
+    scaler.update()
+    sched.step()                      # the learning rate of the next step
+    return loss.detach()
+
+
+def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: int = 1):
+    """Training batches forever, epoch after epoch, each epoch in its own seeded order.
+
+    The first ``skip`` batches are passed over without being built (resuming at a step), and
+    a batch with fewer sentences than processes is left out (it cannot be split over them).
+    """
+    lengths = [(len(src), len(tgt)) for src, tgt in encoded]
+    size = None if cfg.batch_tokens else cfg.batch_size
+    epoch = 0
+    while True:
+        for chunk in batch_indices(lengths, size, cfg.batch_tokens, seed=cfg.seed * 1000 + epoch):
+            if len(chunk) < world:
+                continue
+            if skip:
+                skip -= 1
+                continue
+            yield pad([encoded[i][0] for i in chunk], pad_id), pad([encoded[i][1] for i in chunk], pad_id)
+        epoch += 1
+
+
 def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", corpus: Corpus | None = None,
-          compile: bool = False, progress: bool = True, max_steps: int | None = None,
+          compile: bool | str = False, progress: bool = True, max_steps: int | None = None,
           precision: str = "auto", max_seconds: float | None = None) -> TrainResult:
     """Train ``cfg`` and return the model, the corpus and the recorded curves.
 
     ``resume``: a checkpoint path; training continues from its step with the same data order
     and random state, so the loss curve carries on as if never stopped. ``max_steps`` stops
     early (the schedule still follows ``cfg.steps``); used to show resuming. ``max_seconds``
-    stops once that much training time has passed (a time budget).
+    stops once that much training time has passed (a time budget). ``compile``: True for
+    ``torch.compile`` (inductor), or the name of another backend (the tests use "aot_eager").
     """
     rank, world = _distributed()
     if max_seconds is not None and world > 1:
@@ -192,56 +244,44 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
         history, step = state["history"], state["step"]
         torch.set_rng_state(state["rng"])
     amp = autocast_dtype(dev, precision)
-    scaler = torch.amp.GradScaler("cuda", enabled=amp is torch.float16)
+    scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    fwd = torch.compile(net) if compile else net
+    fwd = torch.compile(net, backend=compile if isinstance(compile, str) else "inductor") if compile else net
     loss_fn = nn.CrossEntropyLoss(ignore_index=mcfg.pad_id, label_smoothing=cfg.label_smoothing)
     train_enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
     valid_enc = encode_pairs(corpus.valid, corpus.src_vocab, corpus.tgt_vocab)
-    n_batches = math.ceil(len(train_enc) / cfg.batch_size)
     stop = min(cfg.steps, max_steps or cfg.steps)
     bar = _progress(progress and rank == 0, initial=step, total=stop, desc=f"train[{cfg.name}]")
-    start = time.perf_counter()
-    while step < stop:
-        epoch, skip = divmod(step, n_batches)
-        for i, (src, tgt) in enumerate(batches(train_enc, cfg.batch_size, mcfg.pad_id, seed=cfg.seed * 1000 + epoch)):
-            if i < skip or src.shape[0] < world:      # (a last, tiny batch cannot be split over ranks)
-                continue
-            if step >= stop or (max_seconds and time.perf_counter() - start > max_seconds):
-                stop = step
-                break
-            src, tgt = src[rank::world].to(dev), tgt[rank::world].to(dev)
-            model.train()
-            with torch.autocast(dev.type, dtype=amp, enabled=amp is not None):
-                logits = fwd(src, tgt[:, :-1])                                # (B, T, V)
-                loss = loss_fn(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            scaler.step(opt)
-            scaler.update()
-            history["lr"].append(opt.param_groups[0]["lr"])                   # the rate this step used
-            sched.step()
-            step += 1
-            history["step"].append(step)
-            history["loss"].append(loss.item())
-            history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum()) * world
-            bar.update(1)
-            bar.set_postfix(loss=f"{history['loss'][-1]:.3f}", refresh=False)
-            if step % cfg.eval_every == 0 or step == stop:
-                vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
-                history["eval_step"].append(step)
-                history["valid_loss"].append(vl)
-                history["valid_acc"].append(va)
-                if out_dir is not None and rank == 0 and step < stop:
-                    _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
-    bar.close()
-    if not history["eval_step"] or history["eval_step"][-1] != step:      # stopped by the time budget
+    losses = []                       # on the device; copied to the host in groups (one sync each)
+
+    def evaluate_now():
+        history["loss"] += [x.item() for x in losses]
+        losses.clear()
         vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
         history["eval_step"].append(step)
         history["valid_loss"].append(vl)
         history["valid_acc"].append(va)
+
+    start = time.perf_counter()
+    for src, tgt in batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world):
+        if step >= stop or (max_seconds and time.perf_counter() - start > max_seconds):
+            break
+        history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())      # counted on the host: no sync
+        src, tgt = src[rank::world].to(dev, non_blocking=True), tgt[rank::world].to(dev, non_blocking=True)
+        history["lr"].append(opt.param_groups[0]["lr"])                   # the rate this step uses
+        losses.append(train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp, cfg.clip, fwd))
+        step += 1
+        history["step"].append(step)
+        bar.update(1)
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{losses[-1].item():.3f}", refresh=False)
+        if step % cfg.eval_every == 0 or step == stop:
+            evaluate_now()
+            if out_dir is not None and rank == 0 and step < stop:
+                _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
+    bar.close()
+    if not history["eval_step"] or history["eval_step"][-1] != step:      # stopped by the time budget
+        evaluate_now()
     if dev.type == "cuda":
         torch.cuda.synchronize()
     history["seconds"] += time.perf_counter() - start
@@ -308,14 +348,18 @@ class _Parser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m tf_tutorial.train",
-                description="Train the chapter-10 Transformer on the toy English→Chinese corpus.")
+                description="Train the chapter-10 Transformer on the toy English→Chinese corpus.",
+                epilog="example: python -m tf_tutorial.train --config cpu --out runs/cpu")
     p.add_argument("--config", choices=sorted(CONFIGS), default=None,
-                   help="preset (default: gpu when CUDA is available, else cpu)")
-    p.add_argument("--out", type=Path, default=None, help="existing directory for checkpoint.pt and results.json")
-    p.add_argument("--resume", type=Path, default=None, help="checkpoint to continue from")
+                   help="preset (default: gpu when CUDA is available, else cpu; with --resume, the checkpoint's)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="directory for checkpoint.pt and results.json (created if missing)")
+    p.add_argument("--resume", type=Path, default=None,
+                   help="checkpoint to continue from, up to its total --steps (or a larger --steps)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    p.add_argument("--steps", type=int, default=None, help="total number of steps (overrides the preset)")
     p.add_argument("--batch-size", type=int, default=None)
+    p.add_argument("--max-seconds", type=float, default=None, help="stop after this much training time")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help="auto: bf16 on GPUs that have it, else fp16 with a loss scaler; fp32 on a CPU")
@@ -324,25 +368,52 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+def _prepare_out(parser, out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        parser.error(f"--out {out}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as e:
+        parser.error(f"--out {out}: directory is not writable ({e.strerror or type(e).__name__})")
+
+
+def _config(parser, args) -> TrainConfig:
+    """The preset, or the checkpoint's own configuration when resuming, with the overrides."""
+    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size)) if v is not None}
+    if args.resume is None:
+        name = args.config or ("gpu" if torch.cuda.is_available() and args.device != "cpu" else "cpu")
+        return dataclasses.replace(CONFIGS[name], **overrides)
+    try:
+        state = load_checkpoint(args.resume)
+    except CheckpointError as e:
+        parser.error(str(e))
+    saved = TrainConfig(**state["train_config"])
+    if args.config is not None and args.config != saved.name:
+        parser.error(f"--config {args.config} does not match checkpoint {args.resume}, which was trained "
+                     f"with --config {saved.name}")
+    cfg = dataclasses.replace(saved, **overrides)
+    if cfg.steps <= state["step"]:
+        hint = "a larger --steps" if args.steps is None else f"--steps larger than {state['step']}"
+        parser.error(f"checkpoint {args.resume} is already at step {state['step']} of {cfg.steps}; "
+                     f"give {hint} to train further")
+    return cfg
+
+
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    if args.out is not None:
-        if not args.out.is_dir():
-            parser.error(f"--out {args.out}: no such directory")
-        try:
-            tempfile.TemporaryFile(dir=args.out).close()
-        except OSError:
-            parser.error(f"--out {args.out}: directory is not writable")
     for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--beam", args.beam)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive integer, but got {value}")
-    name = args.config or ("gpu" if torch.cuda.is_available() and args.device != "cpu" else "cpu")
-    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size)) if v is not None}
-    cfg = dataclasses.replace(CONFIGS[name], **overrides)
+    if args.max_seconds is not None and args.max_seconds <= 0:
+        parser.error(f"--max-seconds must be positive, but got {args.max_seconds}")
+    if args.out is not None:
+        _prepare_out(parser, args.out)
+    cfg = _config(parser, args)
     try:
-        result = train(cfg, out_dir=args.out, resume=args.resume, device=args.device,
-                       compile=args.compile, progress=not args.no_progress, precision=args.precision)
+        result = train(cfg, out_dir=args.out, resume=args.resume, device=args.device, compile=args.compile,
+                       progress=not args.no_progress, precision=args.precision, max_seconds=args.max_seconds)
     except (CheckpointError, ValueError) as e:
         parser.error(str(e))
     rank = dist.get_rank() if dist.is_initialized() else 0
@@ -350,7 +421,7 @@ def main(argv=None) -> int:
         from tf_tutorial.metrics import evaluate
         c = result.corpus
         test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab, beam_size=args.beam)
-        summary = {"config": name, "device": str(result.device), "steps": result.history["step"][-1],
+        summary = {"config": cfg.name, "device": str(result.device), "steps": result.history["step"][-1],
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
                    "test_exact_match": round(test["exact_match"], 4), "test_bleu": round(test["bleu"], 2)}

@@ -1,0 +1,217 @@
+"""tf_tutorial.translate: normalisation, the Python API and the command line, on a 20-step model.
+
+A 20-step model translates badly; these tests check the plumbing (normalisation, batching,
+joining, errors), comparing with greedy_decode / beam_search on the same ids of the same model.
+"""
+import dataclasses
+import io
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from tf_tutorial.data import Vocab, make_corpus, normalise
+from tf_tutorial.decode import beam_search, greedy_decode
+from tf_tutorial.decode import load_translator as load_from_decode
+from tf_tutorial.decode import translate as translate_in_memory
+from tf_tutorial.train import CONFIGS, CheckpointError, train
+from tf_tutorial.translate import load_translator, main
+
+PROG = "python -m tf_tutorial.translate"
+
+
+@pytest.fixture(scope="module")
+def ckpt(tmp_path_factory):
+    out = tmp_path_factory.mktemp("run")
+    corpus = make_corpus(n_train=1500, n_valid=50, n_test=20, n_longer=2, n_deeper=2, seed=0)
+    train(dataclasses.replace(CONFIGS["tiny"], steps=20, n_train=1500), out_dir=out, corpus=corpus, progress=False)
+    return str(out / "checkpoint.pt")
+
+
+@pytest.fixture(scope="module")
+def t(ckpt):
+    return load_translator(ckpt, device="cpu")
+
+
+def reference(t, tokens, beam_size=1):
+    """What the model gives for already-normalised tokens, decoded without the translator."""
+    src = torch.tensor([t.src_vocab.encode(tokens, eos=True)])
+    ids = greedy_decode(t.model, src) if beam_size == 1 else beam_search(t.model, src, beam_size)
+    return t.tgt_vocab.decode(ids[0])
+
+
+DOG = ["the", "dog", "bites", "the", "man", "."]
+BOOKS = ["I", "bought", "three", "hundred", "and", "five", "thousand", "books", "."]
+
+
+def test_vocab_rebuilt_from_checkpoint_keeps_ids(ckpt, t):
+    state = torch.load(ckpt, weights_only=False)
+    assert Vocab(state["src_itos"][4:]).itos == state["src_itos"] == t.src_vocab.itos
+    assert Vocab(state["tgt_itos"][4:]).itos == state["tgt_itos"] == t.tgt_vocab.itos
+
+
+def test_normalise_case_punctuation_numbers(t):
+    v = t.src_vocab
+    assert "The" not in v and "the" in v
+    assert normalise("The dog bites the man.", v) == DOG
+    assert normalise("  The dog bites the man!", v) == DOG
+    assert normalise("the dog bites the man", v) == DOG
+    assert normalise("does the dog bite the man?", v)[-1] == "?"
+    assert normalise("I bought 305000 books.", v) == BOOKS
+    assert normalise("I bought 305,000 books.", v) == BOOKS
+    assert normalise("I bought 1,2 books", v) == ["I", "bought", "one", ",", "two", "books", "."]
+    assert normalise("I love w3", Vocab(["I", "love", "w3", "."])) == ["I", "love", "w3", "."]
+
+
+def test_normalise_multiword_tokens_titles_and_capitals():
+    v = Vocab(["the", "dog", "ice cream", "Dr", "Jiang", "China", "I", "love", "'s", ".", ",", "?"])
+    assert normalise("Dr. Jiang's dog likes Ice Cream!", v) == ["Dr", "Jiang", "'s", "dog", "likes", "ice cream", "."]
+    assert normalise("i love china,", v) == ["I", "love", "China", "."]
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t", "'"])
+def test_normalise_empty(t, text):
+    with pytest.raises(ValueError, match="^empty sentence$"):
+        normalise(text, t.src_vocab)
+
+
+@pytest.mark.parametrize("number", ["0", "1000000000", "1,000,000,000"])
+def test_number_out_of_range(t, number):
+    with pytest.raises(ValueError, match="from 1 to 999,999,999"):
+        t(f"I bought {number} books.")
+
+
+def test_translation_equals_greedy_on_normalised_ids(t):
+    want = reference(t, DOG)
+    assert len(want) >= 2                      # else joining could not be tested
+    assert t("The dog bites the man.") == "".join(want)
+    assert t("The dog bites the man.", tokens=True) == " ".join(want)
+    assert " " not in t("The dog bites the man.")
+    books = {t(s) for s in ("I bought 305000 books.", "I bought 305,000 books.",
+                            "I bought three hundred and five thousand books .")}
+    assert books == {"".join(reference(t, BOOKS))}
+
+
+def test_list_input_batches_like_single_calls(t):
+    sentences = ["The dog bites the man.", "I bought 305,000 books.", "the man bites the dog", "The dog runs."]
+    assert t(sentences) == [t(s) for s in sentences]
+    assert t(sentences, tokens=True) == [t(s, tokens=True) for s in sentences]
+    assert t([]) == []
+    with pytest.raises(ValueError, match="^sentence 2: empty sentence$"):
+        t(["The dog runs.", " "])
+
+
+def test_beam_equals_beam_search(ckpt, t):
+    t2 = load_translator(ckpt, beam_size=2, device="cpu")
+    assert t2("The dog bites the man.") == "".join(reference(t2, DOG, beam_size=2))
+    assert "beam_size=2" in repr(t2)
+    with pytest.raises(ValueError, match="beam_size must be a positive integer"):
+        load_translator(ckpt, beam_size=0)
+
+
+def test_repr(ckpt, t):
+    r = repr(t)
+    assert ckpt in r and f"src_vocab={len(t.src_vocab)}" in r and f"tgt_vocab={len(t.tgt_vocab)}" in r
+    assert "beam_size=1" in r and "max_tokens=159" in r
+
+
+def test_too_long_sentence_names_limit(t):
+    assert t.max_tokens == t.model.config.max_len - 1 == 159
+    assert isinstance(t("dog " * 158), str)   # 158 words + "." = 159 tokens: just fits
+    msg = "^sentence has 160 tokens after normalisation; this model accepts at most 159$"
+    with pytest.raises(ValueError, match=msg):
+        t("dog " * 159)
+
+
+def test_unknown_word_noted_not_fatal(t, capsys):
+    out = t("The xyzzy bites the man.")
+    note = capsys.readouterr().out               # a notebook shows stdout; the CLI sends notes to stderr
+    assert "'xyzzy'" in note and "<unk>" in note
+    assert out == "".join(reference(t, ["the", "xyzzy", "bites", "the", "man", "."]))
+    t("The xyzzy bites the man.", warn=False)
+    assert capsys.readouterr().out == ""
+
+
+def test_decode_module_offers_the_same_translator(t):
+    loaded = load_from_decode(t.path)
+    assert loaded("The dog bites the man.") == t("The dog bites the man.")
+    spaced = translate_in_memory(t.model, ["The dog bites the man.", "I bought 305000 books."], t.src_vocab,
+                                 t.tgt_vocab)
+    assert spaced == t(["The dog bites the man.", "I bought 305000 books."], tokens=True)
+
+
+def test_checkpoint_errors(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        load_translator(tmp_path / "missing.pt")
+    (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="not a readable checkpoint"):
+        load_translator(tmp_path / "bad.pt")
+    torch.save({"weights": 1}, tmp_path / "other.pt")
+    with pytest.raises(ValueError, match="not a tf_tutorial training checkpoint"):
+        load_translator(tmp_path / "other.pt")
+
+
+# --- command line, in process ----------------------------------------------------------------
+
+def run_main(argv, capsys, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    try:
+        code = main(argv)
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_one_sentence(ckpt, t, capsys):
+    code, out, err = run_main([ckpt, "The dog bites the man."], capsys)
+    assert (code, out, err) == (0, t("The dog bites the man.") + "\n", "")
+    code, out, _ = run_main([ckpt, "--tokens", "The", "dog", "bites", "the", "man."], capsys)
+    assert out == " ".join(reference(t, DOG)) + "\n"
+
+
+def test_cli_stdin_keeps_lines_aligned(ckpt, t, capsys, monkeypatch):
+    lines = ["The dog bites the man.", "", "I bought 305000 books.", "dog " * 200, "The xyzzy runs."]
+    code, out, err = run_main([ckpt], capsys, "\n".join(lines) + "\n", monkeypatch)
+    assert code == 1
+    assert out.split("\n")[:-1] == [t(lines[0]), "", t(lines[2]), "", t(lines[4], warn=False)]
+    errors = err.strip().split("\n")
+    assert errors[0] == f"{PROG}: line 2: empty sentence"
+    assert errors[1].startswith(f"{PROG}: line 4: sentence has 201 tokens") and errors[1].endswith("at most 159")
+    assert "xyzzy" in errors[2] and len(errors) == 3
+
+
+def test_cli_stdin_all_good_exits_0(ckpt, t, capsys, monkeypatch):
+    code, out, err = run_main([ckpt, "--tokens"], capsys, "The dog bites the man.\nthe dog runs", monkeypatch)
+    assert (code, err) == (0, "")
+    assert out == t("The dog bites the man.", tokens=True) + "\n" + t("the dog runs", tokens=True) + "\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["{dir}/missing.pt", "The dog runs."], "does not exist"),
+    (["{ckpt}", "--beam", "0", "The dog runs."], "--beam must be a positive integer, but got 0"),
+    (["{ckpt}", "--beam", "-3"], "--beam must be a positive integer, but got -3"),
+    (["{ckpt}", "I bought 0 books."], "from 1 to 999,999,999"),
+    (["{ckpt}", "   "], "empty sentence"),
+    (["{ckpt}", "dog " * 170], "sentence has 171 tokens after normalisation; this model accepts at most 159"),
+    (["{ckpt}", "--beam", "two"], "invalid int value"),
+])
+def test_cli_errors_are_one_line_exit_2(ckpt, tmp_path, capsys, argv, message):
+    code, out, err = run_main([a.format(dir=tmp_path, ckpt=ckpt) for a in argv], capsys)
+    assert code == 2 and out == ""
+    assert err.startswith(f"{PROG}: error: ") and message in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_help_has_example(capsys):
+    code, out, _ = run_main(["--help"], capsys)
+    assert code == 0 and "example" in out and PROG in out and "--beam" in out
+
+
+def test_python_dash_m_with_beam(ckpt, t):
+    want = load_translator(ckpt, beam_size=2, device="cpu")("The dog bites the man.")
+    r = subprocess.run([sys.executable, "-m", "tf_tutorial.translate", ckpt, "--beam", "2", "--device", "cpu",
+                        "The dog bites the man."], capture_output=True, text=True, timeout=120)
+    assert (r.returncode, r.stdout, r.stderr) == (0, want + "\n", "")
