@@ -1,15 +1,20 @@
-"""Chapter 10's GPU run: train the ``gpu`` configuration once and record what the chapter reports.
+"""Chapter 10's GPU record: train the ``gpu`` configuration once and record what the chapter shows.
 
-    python -m scripts.gpu_run OUT_DIR [--seconds 290]
+    python -m scripts.gpu_run OUT_DIR [--seconds 290]          # on a machine with a CUDA GPU
+    python -m scripts.gpu_run OUT_DIR --dry-run                 # the same code path on a CPU, in seconds
 
-Writes OUT_DIR/ch10_gpu.json: the machine, the training curves, test and generalisation
-scores (greedy and beam), KV-cache decoding speed, a few translations; and checks on the way
-that the fp16 + loss-scaler path (what a T4 uses) trains without overflow. Needs a CUDA GPU.
+Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
+measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
+memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
+speed-up, and two checks of the other GPU code paths: fp16 with the loss scaler (what a T4
+uses) and ``torch.compile``. Commit the file as book/records/gpu.json; chapter 10 renders it.
+A dry run on a CPU trains the ``tiny`` configuration in bf16 and is never a record.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import datetime
 import json
 import math
 import platform
@@ -18,7 +23,9 @@ from pathlib import Path
 
 import torch
 
-from tf_tutorial.decode import greedy_decode, translate
+from tf_tutorial.bench import compare_decoding
+from tf_tutorial.data import make_corpus
+from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
 from tf_tutorial.train import CONFIGS, autocast_dtype, train
@@ -28,71 +35,125 @@ SENTENCES = ["I love China .", "the dog bites the man .", "the man bites the dog
              "the library bought three hundred and five thousand books last year ."]
 
 
-def decode_speed(model, corpus, device, tokens: int = 64, batch: int = 32) -> dict:
-    src = torch.randint(4, len(corpus.src_vocab), (batch, 20), device=device)
+def machine(device: torch.device) -> dict:
+    info = {"torch": torch.__version__, "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        info.update(name=p.name, memory_gb=round(p.total_memory / 2**30, 1), cuda=torch.version.cuda,
+                    capability=f"{p.major}.{p.minor}")
+    else:
+        from tf_tutorial.bench import machine_label
+        info.update(name=machine_label())
+    return info
+
+
+def curves(history: dict, points: int = 400) -> dict:
+    every = max(1, len(history["loss"]) // points)
+    return {"step": history["step"][::every], "loss": history["loss"][::every], "lr": history["lr"][::every],
+            "eval_step": history["eval_step"], "valid_loss": history["valid_loss"],
+            "valid_acc": history["valid_acc"]}
+
+
+def scores(model, corpus, beam_sizes=(1, 4)) -> dict:
     out = {}
-    for cached in (True, False):
-        greedy_decode(model, src, eos_id=-1, max_len=8, use_cache=cached)          # warm up
-        torch.cuda.synchronize()
-        t = time.perf_counter()
-        greedy_decode(model, src, eos_id=-1, max_len=tokens, use_cache=cached)     # never stops early
-        torch.cuda.synchronize()
-        out["cached_s" if cached else "recompute_s"] = time.perf_counter() - t
-    out["speedup"] = out["recompute_s"] / out["cached_s"]
+    for split in ("test", "longer", "deeper"):
+        pairs = getattr(corpus, split)
+        for beam in beam_sizes:
+            t = time.perf_counter()
+            ev = evaluate(model, pairs, corpus.src_vocab, corpus.tgt_vocab, beam_size=beam)
+            wrong = [(" ".join(en), r, h) for (en, _), r, h in zip(pairs, ev["refs"], ev["hyps"]) if r != h]
+            out[f"{split}_{'greedy' if beam == 1 else f'beam{beam}'}"] = {
+                "n": len(pairs), "exact_match": ev["exact_match"], "bleu": ev["bleu"],
+                "seconds": time.perf_counter() - t, "by_phenomenon": ev["by_phenomenon"], "errors": wrong[:12]}
+            print(split, beam, f"{ev['exact_match']:.4f}", f"{ev['bleu']:.2f}", flush=True)
     return out
 
 
-def main() -> None:
-    p = argparse.ArgumentParser()
+def fp16_check(cfg, device: str, corpus, steps: int = 200) -> dict:
+    """The T4's path: fp16 autocast with a gradient scaler; the loss must stay finite and fall."""
+    r = train(cfg, corpus=corpus, device=device, precision="fp16", max_steps=min(steps, cfg.steps), progress=False)
+    loss = r.history["loss"]
+    return {"steps": len(loss), "first_loss": loss[0], "last_loss": loss[-1],
+            "all_finite": all(math.isfinite(x) for x in loss), "seconds": r.history["seconds"]}
+
+
+def compile_check(cfg, device: str, corpus, steps: int, backend: str = "inductor") -> dict:
+    """``torch.compile`` against eager on the same batches: the same losses, and the speed after compiling."""
+    runs = {}
+    for compiled in (False, backend):
+        torch._dynamo.reset()
+        r = train(cfg, corpus=corpus, device=device, compile=compiled, max_steps=steps, progress=False)
+        runs[compiled] = r.history
+    eager, comp = runs[False]["loss"], runs[backend]["loss"]
+    return {"steps": steps, "backend": backend, "eager_seconds": runs[False]["seconds"],
+            "compiled_seconds": runs[backend]["seconds"],
+            "max_rel_loss_gap_first_20": max(abs(a - b) / abs(a) for a, b in zip(eager[:20], comp[:20])),
+            "last_loss_eager": eager[-1], "last_loss_compiled": comp[-1]}
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
-    p.add_argument("--seconds", type=float, default=290.0)
-    args = p.parse_args()
-    if not torch.cuda.is_available():
-        raise SystemExit("scripts.gpu_run needs a CUDA GPU")
-    dev = torch.device("cuda")
-    record = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "python": platform.python_version(),
-              "precision": str(autocast_dtype(dev))}
-
-    # 1. the T4 path: fp16 autocast with a gradient scaler, a few hundred steps, no inf/NaN
-    small = dataclasses.replace(CONFIGS["gpu"], n_train=20_000)
-    r16 = train(small, precision="fp16", max_steps=200, progress=False)
-    record["fp16_check"] = {"steps": len(r16.history["loss"]), "first_loss": r16.history["loss"][0],
-                            "last_loss": r16.history["loss"][-1],
-                            "all_finite": all(math.isfinite(x) for x in r16.history["loss"])}
-    print("fp16 check", record["fp16_check"], flush=True)
-
-    # 2. the chapter's run
-    t = time.perf_counter()
-    r = train(CONFIGS["gpu"], max_seconds=args.seconds, progress=False)
-    record["wall_s_including_data"] = time.perf_counter() - t
-    h = r.history
-    record.update(config=dataclasses.asdict(r.config), parameters=count_parameters(r.model),
-                  steps=h["step"][-1], train_seconds=h["seconds"], tokens=h["tokens"],
-                  tokens_per_s=h["tokens"] / h["seconds"], steps_per_s=h["step"][-1] / h["seconds"],
-                  peak_memory_gb=torch.cuda.max_memory_allocated() / 2**30)
-    every = max(1, len(h["loss"]) // 400)
-    record["curve"] = {"step": h["step"][::every], "loss": h["loss"][::every], "lr": h["lr"][::every],
-                       "eval_step": h["eval_step"], "valid_loss": h["valid_loss"], "valid_acc": h["valid_acc"]}
-    c = r.corpus
-    record["corpus"] = {**c.summary(), "src_vocab": len(c.src_vocab), "tgt_vocab": len(c.tgt_vocab)}
-    for name, pairs, beam in (("test_greedy", c.test, 1), ("test_beam4", c.test, 4), ("general_greedy", c.general, 1)):
-        t = time.perf_counter()
-        ev = evaluate(r.model, pairs, c.src_vocab, c.tgt_vocab, beam_size=beam)
-        record[name] = {"exact_match": ev["exact_match"], "bleu": ev["bleu"], "seconds": time.perf_counter() - t,
-                        "by_phenomenon": ev["by_phenomenon"], "n": len(pairs)}
-        wrong = [(" ".join(en), r_, h_) for (en, _), r_, h_ in zip(pairs, ev["refs"], ev["hyps"]) if r_ != h_]
-        record[name]["errors"] = wrong[:12]
-        print(name, record[name]["exact_match"], record[name]["bleu"], flush=True)
-    record["translations"] = dict(zip(SENTENCES, translate(r.model, SENTENCES, c.src_vocab, c.tgt_vocab)))
-    record["decode_speed"] = decode_speed(r.model, c, dev)
-    from tf_tutorial.data import encode_pairs, pad
-    from tf_tutorial.decode import attention_maps
-    enc = encode_pairs(c.test[:4], c.src_vocab, c.tgt_vocab)
-    maps = attention_maps(r.model, pad([e[0] for e in enc], 0).to(dev), pad([e[1][:-1] for e in enc], 0).to(dev))
-    record["attention_maps_device"] = str(maps["cross"][0].device)
+    p.add_argument("--seconds", type=float, default=290.0, help="training time budget of the main run")
+    p.add_argument("--compile-steps", type=int, default=300)
+    p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
+    args = p.parse_args(argv)
+    if args.dry_run:
+        device, name, precision = "cpu", "tiny", "bf16"
+        cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)
+        corpus = make_corpus(cfg.n_train, n_valid=20, n_test=12, n_longer=4, n_deeper=4, seed=cfg.seed)
+        args.compile_steps = 4
+    else:
+        if not torch.cuda.is_available():
+            raise SystemExit("scripts.gpu_run needs a CUDA GPU (or --dry-run on a CPU)")
+        device, name, precision, cfg = "cuda", "gpu", "auto", CONFIGS["gpu"]
+        corpus = make_corpus(cfg.n_train, seed=cfg.seed)
+    dev = torch.device(device)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "ch10_gpu.json").write_text(json.dumps(record, ensure_ascii=False, indent=1))
-    print(json.dumps({k: v for k, v in record.items() if k not in ("curve",)}, ensure_ascii=False)[:3000])
+    path = args.out / ("gpu.json" if not args.dry_run else "gpu-dry-run.json")
+    record = {"what": "chapter 10, the gpu configuration trained once with a time budget",
+              "dry_run": args.dry_run, "machine": machine(dev),
+              "precision": str(autocast_dtype(dev, precision)).replace("torch.", "")}
+
+    def save(stage: str) -> None:
+        record["stages_done"] = record.get("stages_done", []) + [stage]
+        path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        print(f"[{stage}] written {path}", flush=True)
+
+    # 1. the chapter's run
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    t = time.perf_counter()
+    r = train(cfg, corpus=corpus, device=device, precision=precision, max_seconds=args.seconds, progress=False)
+    h = r.history
+    record["run"] = {"config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
+                     "steps": h["step"][-1], "train_seconds": h["seconds"],
+                     "wall_seconds_with_data": time.perf_counter() - t, "tokens": h["tokens"],
+                     "tokens_per_s": h["tokens"] / h["seconds"], "steps_per_s": h["step"][-1] / h["seconds"],
+                     "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
+                     "curves": curves(h)}
+    record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)}
+    save("train")
+    # 2. scores and translations
+    record["scores"] = scores(r.model, corpus)
+    record["translations"] = dict(zip(SENTENCES, translate(r.model, SENTENCES, corpus.src_vocab, corpus.tgt_vocab)))
+    save("scores")
+    # 3. the KV cache on this device (an untrained model of the same shape, 64 tokens, no early stop)
+    record["kv_cache"] = compare_decoding(d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.n_layers,
+                                          d_ff=cfg.d_ff, batch=32, tokens=64, beam_size=4, repeat=3, device=device)
+    save("kv_cache")
+    # 4. the other GPU code paths
+    small = corpus if args.dry_run else make_corpus(20_000, n_valid=200, n_test=10, n_longer=5, n_deeper=5,
+                                                    seed=cfg.seed)
+    small_cfg = dataclasses.replace(cfg, n_train=len(small.train))
+    record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
+    save("fp16")
+    record["compile_check"] = compile_check(small_cfg, device, small, min(args.compile_steps, small_cfg.steps),
+                                            backend="aot_eager" if args.dry_run else "inductor")
+    save("compile")
+    print(json.dumps({k: v for k, v in record.items() if k not in ("run", "scores")}, ensure_ascii=False)[:3000])
+    return record
 
 
 if __name__ == "__main__":

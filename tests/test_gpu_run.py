@@ -1,0 +1,45 @@
+"""scripts/gpu_run.py on the CPU (--dry-run): the GPU record's code path, minus the GPU; and reading records."""
+import json
+
+import pytest
+
+from tf_tutorial.records import load_record
+
+
+@pytest.fixture(scope="module")
+def dry_run(tmp_path_factory):
+    from scripts.gpu_run import main
+    out = tmp_path_factory.mktemp("gpu")
+    return main([str(out), "--dry-run"]), out
+
+
+def test_dry_run_writes_every_stage_of_the_record(dry_run):
+    record, out = dry_run
+    saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile"]
+    assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
+    assert not (out / "gpu.json").exists()                     # a dry run is never written as the record
+    run = saved["run"]
+    assert run["steps"] == 12 and run["tokens_per_s"] > 0 and run["curves"]["eval_step"] == [6, 12]
+    assert len(run["curves"]["loss"]) == 12 and saved["machine"]["torch"]
+    for split in ("test", "longer", "deeper"):
+        for decoder in ("greedy", "beam4"):
+            assert 0 <= saved["scores"][f"{split}_{decoder}"]["exact_match"] <= 1
+    assert saved["kv_cache"]["same_tokens"] is True
+    assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
+    assert saved["compile_check"]["max_rel_loss_gap_first_20"] < 1e-5
+
+
+def test_load_record(dry_run, tmp_path):
+    _, out = dry_run
+    assert load_record("gpu.json", tmp_path) is None                      # not taken yet
+    with pytest.raises(ValueError, match="comes from a dry run"):
+        load_record("gpu-dry-run.json", out)
+    (tmp_path / "bad.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match="should hold a JSON object, but holds list"):
+        load_record("bad.json", tmp_path)
+    (tmp_path / "broken.json").write_text("{")
+    with pytest.raises(ValueError, match="is not valid JSON"):
+        load_record("broken.json", tmp_path)
+    (tmp_path / "gpu.json").write_text(json.dumps({"run": {"steps": 3}}))
+    assert load_record("gpu.json", tmp_path) == {"run": {"steps": 3}}
