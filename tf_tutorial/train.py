@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial.data import Corpus, batch_indices, batches, encode_pairs, make_corpus, pad
+from tf_tutorial.data import Corpus, batch_indices, batches, encode_pairs, make_corpus
 from tf_tutorial.model import Transformer, TransformerConfig, count_parameters, require_positive_ints
 
 
@@ -193,6 +194,7 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: i
     a batch with fewer sentences than processes is left out (it cannot be split over them).
     """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
+    src_t, tgt_t = [torch.tensor(s) for s, _ in encoded], [torch.tensor(t) for _, t in encoded]  # once
     size = None if cfg.batch_tokens else cfg.batch_size
     epoch = 0
     while True:
@@ -202,7 +204,8 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: i
             if skip:
                 skip -= 1
                 continue
-            yield pad([encoded[i][0] for i in chunk], pad_id), pad([encoded[i][1] for i in chunk], pad_id)
+            yield (pad_sequence([src_t[i] for i in chunk], batch_first=True, padding_value=pad_id),  # (B, S)
+                   pad_sequence([tgt_t[i] for i in chunk], batch_first=True, padding_value=pad_id))  # (B, T)
         epoch += 1
 
 
