@@ -87,7 +87,7 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
     if execute:
         from nbclient import NotebookClient
 
-        NotebookClient(nb, timeout=600, kernel_name="python3", record_timing=False,
+        NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
                        resources={"metadata": {"path": str(md.parent)}}).execute()
     elif ipynb.exists():
         old = nbformat.read(ipynb, as_version=4)

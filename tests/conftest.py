@@ -20,7 +20,7 @@ def build_book(source: Path, out: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")
     return subprocess.run(jupyter_book_cmd() + ["build", str(source), "--path-output", str(out),
                                                 "-nW", "--keep-going"],
-                          capture_output=True, text=True, env=env, timeout=900)
+                          capture_output=True, text=True, env=env, timeout=1800)
 
 
 @pytest.fixture(scope="session")

@@ -90,6 +90,14 @@ def test_a_chapter_shown_from_stored_outputs_was_fully_executed_cleanly(md):
                 assert "Glyph" not in out.text and "Traceback" not in out.text
 
 
+def test_cell_timeouts_catch_hangs_not_a_busy_machine():
+    """A chapter-1 cell that takes seconds once timed out at 300 s with three heavy jobs on 2 cores."""
+    import re
+    assert _config()["execute"]["timeout"] >= 1200
+    sync = (ROOT / "scripts" / "sync_book.py").read_text(encoding="utf-8")
+    assert int(re.search(r"NotebookClient\(nb, timeout=(\d+)", sync).group(1)) >= 1200
+
+
 def test_sync_check_catches_a_drifted_pair(tmp_path):
     md = CHAPTERS[0]
     drifted = jupytext.read(md)

@@ -170,13 +170,16 @@ def test_beam_trace_records_the_search(model, src):
     trace = []
     out = beam_search(model, src, beam_size=3, max_len=6, trace=trace)
     *steps, final = trace
-    assert 1 <= len(steps) <= 6 and len(steps[0]["tokens"]) == 3
-    assert all(len(row) == i + 1 for i, step in enumerate(steps) for row in step["tokens"])
-    assert steps[0]["logp"] == sorted(steps[0]["logp"], reverse=True)          # topk keeps them ordered
-    lp = length_penalty(torch.tensor(final["length"]), 0.6)
+    assert 1 <= len(steps) <= 6
+    for t, step in enumerate(steps):
+        assert [len(step["tokens"]), len(step["tokens"][0]), len(step["tokens"][0][0])] == [3, 3, t + 1]
+        for b in range(3):
+            assert step["logp"][b] == sorted(step["logp"][b], reverse=True)        # topk keeps them ordered
+    lp = length_penalty(torch.tensor(final["length"]), 0.6)                        # (B, K)
     assert torch.allclose(torch.tensor(final["logp"]) / lp, torch.tensor(final["score"]), atol=1e-5)
-    best = max(range(3), key=lambda k: final["score"][k])
-    assert out[0, :len(final["tokens"][best])].tolist() == final["tokens"][best][:out.shape[1]]
+    for b in range(3):                                 # the winner is the best normalised score
+        best = max(range(3), key=lambda k: final["score"][b][k])
+        assert final["tokens"][b][best][:out.shape[1]] == out[b].tolist()
 
 
 def test_decoding_takes_its_special_ids_from_the_config(model, src):
@@ -192,7 +195,7 @@ def test_log_prob_scores_outputs_as_beam_search_does(model, src):
     from tf_tutorial.decode import log_prob
     trace = []
     out = beam_search(model, src[:1], beam_size=3, max_len=10, alpha=0.0, trace=trace)
-    assert log_prob(model, src[:1], out).item() == pytest.approx(max(trace[-1]["logp"]), abs=1e-9)
+    assert log_prob(model, src[:1], out).item() == pytest.approx(max(trace[-1]["logp"][0]), abs=1e-9)
     first = greedy_decode(model, src, max_len=1)                      # one token: greedy's is the argmax
     lp = log_prob(model, src, first)
     assert lp.shape == (3,) and (lp <= 0).all()

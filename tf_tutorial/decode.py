@@ -91,8 +91,9 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 4, alpha
     new token's; the K best of the K·V survive, and the cache follows them (``reorder``). A
     finished hypothesis stays in the beam with its score frozen (it can only add <pad>, at no
     cost), so it competes with the unfinished ones until the search stops.
-    ``trace``: a list that receives, for the first sentence, each step's beams (token ids,
-    log p, finished) and at the end the length-normalised scores.
+    ``trace``: a list that receives each step's beams, sentence by sentence: ``tokens`` (B, K, t)
+    ids, ``logp`` (B, K), ``done`` (B, K); then a last entry that adds ``length`` and the
+    length-normalised ``score`` (B, K), from which the winner is picked.
     Returns (B, L) like :func:`greedy_decode`.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
@@ -126,13 +127,14 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 4, alpha
         lengths = lengths[beam] + (~done[beam]).long()
         done = done[beam] | (tok == eos_id)
         if trace is not None:
-            trace.append({"tokens": ys[:K, 1:].tolist(), "logp": scores[0].tolist(), "done": done[:K].tolist()})
+            trace.append({"tokens": ys[:, 1:].view(B, K, -1).tolist(), "logp": scores.tolist(),
+                          "done": done.view(B, K).tolist()})
         if done.all():
             break
     final = scores.view(-1) / length_penalty(lengths, alpha)
     if trace is not None:
-        trace.append({"tokens": ys[:K, 1:].tolist(), "logp": scores[0].tolist(), "length": lengths[:K].tolist(),
-                      "score": final[:K].tolist()})
+        trace.append({"tokens": ys[:, 1:].view(B, K, -1).tolist(), "logp": scores.tolist(),
+                      "length": lengths.view(B, K).tolist(), "score": final.view(B, K).tolist()})
     best = final.view(B, K).argmax(-1) + torch.arange(B, device=dev) * K
     return ys[best, 1:]
 

@@ -192,21 +192,26 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: i
 
     The first ``skip`` batches are passed over without being built (resuming at a step), and
     a batch with fewer sentences than processes is left out (it cannot be split over them).
+    The sentences become tensors here, once, before the first batch is asked for.
     """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
-    src_t, tgt_t = [torch.tensor(s) for s, _ in encoded], [torch.tensor(t) for _, t in encoded]  # once
+    src_t, tgt_t = [torch.tensor(s) for s, _ in encoded], [torch.tensor(t) for _, t in encoded]
     size = None if cfg.batch_tokens else cfg.batch_size
-    epoch = 0
-    while True:
-        for chunk in batch_indices(lengths, size, cfg.batch_tokens, seed=cfg.seed * 1000 + epoch):
-            if len(chunk) < world:
-                continue
-            if skip:
-                skip -= 1
-                continue
-            yield (pad_sequence([src_t[i] for i in chunk], batch_first=True, padding_value=pad_id),  # (B, S)
-                   pad_sequence([tgt_t[i] for i in chunk], batch_first=True, padding_value=pad_id))  # (B, T)
-        epoch += 1
+
+    def stream(skip: int):
+        epoch = 0
+        while True:
+            for chunk in batch_indices(lengths, size, cfg.batch_tokens, seed=cfg.seed * 1000 + epoch):
+                if len(chunk) < world:
+                    continue
+                if skip:
+                    skip -= 1
+                    continue
+                yield (pad_sequence([src_t[i] for i in chunk], batch_first=True, padding_value=pad_id),  # (B, S)
+                       pad_sequence([tgt_t[i] for i in chunk], batch_first=True, padding_value=pad_id))  # (B, T)
+            epoch += 1
+
+    return stream(skip)
 
 
 def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", corpus: Corpus | None = None,
@@ -265,8 +270,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
         history["valid_loss"].append(vl)
         history["valid_acc"].append(va)
 
+    stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
-    for src, tgt in batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world):
+    for src, tgt in stream:
         if step >= stop or (max_seconds and time.perf_counter() - start > max_seconds):
             break
         history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())      # counted on the host: no sync
