@@ -40,6 +40,7 @@ VARIANTS = {
     "steps2100": ("只加步数：2100 步", {"steps": 2100}),
     "tok1000": ("2100 步，按词元组批（每批约 1000 个词元）", {"steps": 2100, "batch_tokens": 1000}),
     "tok2000": ("1300 步，每批约 2000 个词元", {"steps": 1300, "warmup": 260, "batch_tokens": 2000}),
+    "tok3000": ("900 步，每批约 3000 个词元", {"steps": 900, "warmup": 180, "batch_tokens": 3000}),
     "tok2000_lr1": ("1300 步，每批约 2000 个词元，学习率 ×1.0", {"steps": 1300, "warmup": 260,
                                                           "batch_tokens": 2000, "lr_scale": 1.0}),
     "lr1.0": ("2100 步，学习率 ×1.0", {"steps": 2100, "lr_scale": 1.0}),
@@ -47,10 +48,10 @@ VARIANTS = {
     "ls0": ("2100 步，不做标签平滑", {"steps": 2100, "label_smoothing": 0.0}),
     "preln_lr1": ("2100 步，Pre-LN，学习率 ×1.0", {"steps": 2100, "norm_first": True, "lr_scale": 1.0}),
     "preln_lr1.5": ("2100 步，Pre-LN，学习率 ×1.5", {"steps": 2100, "norm_first": True, "lr_scale": 1.5}),
+    "preln": ("2100 步，Pre-LN（学习率 ×0.6）", {"steps": 2100, "norm_first": True}),
     "layers3": ("1550 步，3 + 3 层", {"steps": 1550, "n_layers": 3, "warmup": 220}),
     "ff256": ("2600 步，F = 256", {"steps": 2600, "d_ff": 256}),
     "dropout0.1": ("2100 步，dropout 0.1", {"steps": 2100, "dropout": 0.1}),
-    "tok3000": ("900 步，每批约 3000 个词元", {"steps": 900, "warmup": 180, "batch_tokens": 3000}),
     "final": ("两项合用：1500 步，每批约 2000 个词元，F = 256", FINAL),
     "final_seed1": ("同上，另一个随机种子", {**FINAL, "seed": 1}),
     "final_seed2": ("同上，第三个随机种子", {**FINAL, "seed": 2}),
@@ -92,6 +93,7 @@ def main(argv=None) -> int:
     for name in names:
         t = time.perf_counter()
         record["runs"][name] = {**run(name, corpus, VARIANTS[name][1]), "date": datetime.date.today().isoformat()}
+        record["runs"] = {k: record["runs"][k] for k in VARIANTS if k in record["runs"]}   # the table's order
         print(name, record["runs"][name], f"({time.perf_counter() - t:.0f} s in all)", flush=True)
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")

@@ -90,6 +90,22 @@ def test_a_chapter_shown_from_stored_outputs_was_fully_executed_cleanly(md):
                 assert "Glyph" not in out.text and "Traceback" not in out.text
 
 
+def _code_cells_in(text: str) -> int:
+    return sum(c.cell_type == "code" for c in jupytext.reads(text, fmt="md:myst").cells)
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
+def test_every_code_cell_in_the_source_is_a_code_cell(md):
+    """A stray ``` fence turns the cells after it into literal text that never runs."""
+    text = md.read_text(encoding="utf-8")
+    assert _code_cells_in(text) == text.count("```{code-cell}"), f"{md.name}: a code cell is swallowed by a stray fence"
+
+
+def test_a_stray_fence_is_caught():
+    text = HEADER + "```{code-cell} ipython3\nx = 1\n```\n\nprose\n```\n\n```{code-cell} ipython3\ny = 2\n```\n"
+    assert _code_cells_in(text) != text.count("```{code-cell}")
+
+
 def test_cell_timeouts_catch_hangs_not_a_busy_machine():
     """A chapter-1 cell that takes seconds once timed out at 300 s with three heavy jobs on 2 cores."""
     import re

@@ -167,11 +167,12 @@ class TrainResult:
 
 
 def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip: float = 1.0, forward=None):
-    """One optimisation step on a batch of token ids src (B, S), tgt (B, T+1); returns the loss.
+    """One optimisation step on a batch of token ids; returns the loss (detached).
 
-    Teacher forcing: the decoder reads the target shifted right (<bos> y1 … y_T) and learns to
-    predict it shifted left (y1 … y_T <eos>). ``loss_fn`` ignores <pad> and smooths the labels.
-    ``forward`` is what to call instead of ``model`` (its DDP or compiled wrapper).
+    Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … yₙ <eos> (then <pad>); the decoder reads
+    tgt[:, :-1] = <bos> y₁ … yₙ and learns to predict tgt[:, 1:] = y₁ … yₙ <eos>, both (B, T).
+    ``loss_fn`` ignores <pad> and smooths the labels. src is (B, S). ``forward`` is what to
+    call instead of ``model`` (its DDP or compiled wrapper).
     """
     tgt_in, gold = tgt[:, :-1], tgt[:, 1:]                                # (B, T) each
     net = model if forward is None else forward
