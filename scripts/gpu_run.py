@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from tf_tutorial.bench import compare_decoding
+from tf_tutorial.bench import compare_decoding, machine_label
 from tf_tutorial.data import make_corpus
 from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
@@ -43,7 +43,6 @@ def machine(device: torch.device) -> dict:
         info.update(name=p.name, memory_gb=round(p.total_memory / 2**30, 1), cuda=torch.version.cuda,
                     capability=f"{p.major}.{p.minor}")
     else:
-        from tf_tutorial.bench import machine_label
         info.update(name=machine_label())
     return info
 

@@ -55,7 +55,7 @@ def test_eos_stops_a_sentence_and_pads_after_it(model, src):
             assert (ids[1:] != EOS).any()
     finally:
         handle.remove()
-    assert strip(torch.tensor([[5, 6, EOS, 0], [7, 8, 9, 4]])) == [[5, 6], [7, 8, 9, 4]]
+    assert strip(torch.tensor([[5, 6, EOS, 0], [7, 8, 9, 4]]), EOS) == [[5, 6], [7, 8, 9, 4]]
 
 
 def test_batch_decoding_equals_one_sentence_at_a_time(model, src):

@@ -289,6 +289,26 @@ def test_token_batches_train_and_count_tokens(corpus):
     assert h["step"] == list(range(1, 11)) and h["tokens"] > 10 * 100
 
 
+def test_cli_batch_flags_override_the_preset(monkeypatch, capsys):
+    """The cpu preset counts tokens; --batch-size must replace that, not be silently ignored."""
+    import tf_tutorial.train as tr
+    seen = {}
+
+    def record_and_stop(cfg, **kw):                    # the configuration is all this test needs
+        seen["cfg"] = cfg
+        raise ValueError("stop here")
+    monkeypatch.setattr(tr, "train", record_and_stop)
+    for argv, want in ((["--batch-size", "32"], (32, None)), (["--batch-tokens", "900"], (64, 900))):
+        seen.clear()
+        with pytest.raises(SystemExit):
+            tr.main(["--config", "cpu", "--device", "cpu"] + argv)
+        assert (seen["cfg"].batch_size, seen["cfg"].batch_tokens) == want
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        tr.main(["--batch-size", "32", "--batch-tokens", "900"])
+    assert exit_info.value.code == 2 and "not allowed with argument" in capsys.readouterr().err
+
+
 def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     from tf_tutorial.train import main
     out = tmp_path / "new" / "run"                                          # created, parents too

@@ -115,7 +115,6 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     return tokens
 
 
-
 @dataclass
 class Corpus:
     """The splits as lists of (English tokens, Chinese tokens), and the two vocabularies.
@@ -141,7 +140,7 @@ class Corpus:
         return {name: getattr(self, name) for name in self.SPLITS}
 
     def summary(self) -> dict:
-        """Per split: pairs, English and Chinese lengths, and the deepest nesting."""
+        """Per split: the number of pairs and the English and Chinese lengths."""
         out = {}
         for name, split in self.splits().items():
             en, zh = [len(e) for e, _ in split], [len(z) for _, z in split]

@@ -121,7 +121,7 @@ def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 4, alpha
         beam = (idx // V + torch.arange(B, device=dev)[:, None] * K).view(-1)  # rows of ys
         tok = (idx % V).view(-1)
         ys = torch.cat([ys[beam], tok[:, None]], dim=1)
-        memory, src_mask = memory[beam], src_mask[beam]
+        # memory and src_mask need no reordering: a beam never leaves its sentence, whose K rows are equal
         if cache is not None:
             cache.reorder(beam)                          # each surviving beam takes its parent's cache
         lengths = lengths[beam] + (~done[beam]).long()
@@ -155,7 +155,7 @@ def log_prob(model: Transformer, src: torch.Tensor, ids: torch.Tensor) -> torch.
     return logp.masked_fill(ids == c.pad_id, 0.0).sum(-1)
 
 
-def strip(ids: torch.Tensor, eos_id: int = 2) -> list[list[int]]:
+def strip(ids: torch.Tensor, eos_id: int) -> list[list[int]]:
     """(B, L) generated ids → one list per sentence, cut before EOS."""
     out = []
     for row in ids.tolist():

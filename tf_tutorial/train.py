@@ -370,7 +370,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="checkpoint to continue from, up to its total --steps (or a larger --steps)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--steps", type=int, default=None, help="total number of steps (overrides the preset)")
-    p.add_argument("--batch-size", type=int, default=None)
+    batch = p.add_mutually_exclusive_group()
+    batch.add_argument("--batch-size", type=int, default=None, help="sentences per batch (overrides the preset)")
+    batch.add_argument("--batch-tokens", type=int, default=None,
+                       help="padded tokens per batch instead of a sentence count (overrides the preset)")
     p.add_argument("--max-seconds", type=float, default=None, help="stop after this much training time")
     p.add_argument("--compile", action="store_true", help="torch.compile the model")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
@@ -392,7 +395,10 @@ def _prepare_out(parser, out: Path) -> None:
 
 def _config(parser, args) -> TrainConfig:
     """The preset, or the checkpoint's own configuration when resuming, with the overrides."""
-    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size)) if v is not None}
+    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size),
+                                   ("batch_tokens", args.batch_tokens)) if v is not None}
+    if args.batch_size is not None:           # a sentence count replaces the preset's token budget
+        overrides["batch_tokens"] = None
     if args.resume is None:
         name = args.config or ("gpu" if torch.cuda.is_available() and args.device != "cpu" else "cpu")
         return dataclasses.replace(CONFIGS[name], **overrides)
@@ -415,7 +421,8 @@ def _config(parser, args) -> TrainConfig:
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size), ("--beam", args.beam)):
+    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size),
+                        ("--batch-tokens", args.batch_tokens), ("--beam", args.beam)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive integer, but got {value}")
     if args.max_seconds is not None and args.max_seconds <= 0:
