@@ -2,8 +2,9 @@
 
 Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 
-Shape legend: B batch, H heads, Lq query length, Lk key length, Dk query/key width,
-Dv value width. ``...`` stands for any leading batch dimensions, e.g. (B,) or (B, H).
+Shape legend (book/appendix_notation.md): B batch, H heads, T query length, S key and value
+length (in self-attention S = T = L), d_k query/key width, d_v value width. ``...`` stands for
+any leading batch dimensions, e.g. (B,) or (B, H).
 Masks are boolean and True means "may attend", as in ``F.scaled_dot_product_attention``.
 """
 from __future__ import annotations
@@ -22,7 +23,7 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> No
         raise ValueError(f"q and k must have the same last dimension d_k, but got "
                          f"q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length Lk, but got k {tuple(k.shape)} "
+        raise ValueError(f"k and v must have the same length S, but got k {tuple(k.shape)} "
                          f"and v {tuple(v.shape)}")
     if mask is not None:
         check_mask(mask, (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]),
@@ -30,7 +31,10 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> No
 
 
 def check_mask(mask: torch.Tensor, target: tuple) -> None:
-    """Raise ValueError unless ``mask`` is boolean and broadcasts to ``target`` (..., Lq, Lk)."""
+    """检查掩码是布尔型，并且能广播到注意力分数的形状，否则报错。
+
+    Raise ValueError unless ``mask`` is boolean and broadcasts to ``target`` (..., T, S).
+    """
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be boolean (True = may attend), but got dtype {mask.dtype}")
     try:
@@ -44,55 +48,65 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
 
 def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                  mask: torch.Tensor | None = None, dropout_p: float = 0.0):
-    """The readable reference path: matmul → scale → mask → softmax → matmul.
+    """缩放点积注意力的可读版本：相乘、缩放、掩码、softmax、再相乘。
+
+    The readable reference path: matmul → scale → mask → softmax → matmul.
 
     Args:
-        q: (..., Lq, Dk); k: (..., Lk, Dk); v: (..., Lk, Dv).
-        mask: boolean, broadcastable to (..., Lq, Lk); True = may attend. A query whose keys
+        q: (..., T, d_k); k: (..., S, d_k); v: (..., S, d_v).
+        mask: boolean, broadcastable to (..., T, S); True = may attend. A query whose keys
             are all masked gets zero weights and a zero output, never NaN.
         dropout_p: dropout on the attention weights (pass 0.0 in eval mode).
     Returns:
-        (out (..., Lq, Dv), weights (..., Lq, Lk)); each unmasked row of weights sums to 1.
+        (out (..., T, d_v), weights (..., T, S)); each unmasked row of weights sums to 1.
     """
     _check_inputs(q, k, v, mask)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])              # (..., Lq, Lk)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])              # (..., T, S)
     # softmax in at least float32, also under bf16/fp16 autocast (float64 stays float64)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)                                  # (..., Lq, Lk)
+    weights = torch.softmax(scores, dim=-1)                                  # (..., T, S)
     if mask is not None:  # a fully masked row had a uniform softmax: make it exactly zero
         weights = weights.masked_fill(~mask, 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
-    return weights.to(v.dtype) @ v, weights                                  # (..., Lq, Dv)
+    return weights.to(v.dtype) @ v, weights                                  # (..., T, d_v)
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     mask: torch.Tensor | None = None, dropout_p: float = 0.0) -> torch.Tensor:
-    """The fast path: ``F.scaled_dot_product_attention`` (fused kernels), same maths, no weights.
+    """缩放点积注意力的快速版本：调用 PyTorch 的融合内核，数学相同，但不返回权重。
 
-    Same arguments as :func:`scaled_dot_product_attention`; returns only ``out`` (..., Lq, Dv),
+    The fast path: ``F.scaled_dot_product_attention`` (fused kernels), same maths, no weights.
+
+    Same arguments as :func:`scaled_dot_product_attention`; returns only ``out`` (..., T, d_v),
     with fully masked query rows set to zero (the fused kernel alone would give NaN there).
     """
     _check_inputs(q, k, v, mask)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    has_key = mask.any(dim=-1, keepdim=True)                                 # (..., Lq, 1)
+    has_key = mask.any(dim=-1, keepdim=True)                                 # (..., T, 1)
     safe = mask | ~has_key  # let empty rows attend anywhere, then zero them below
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe, dropout_p=dropout_p)
     return out.masked_fill(~has_key, 0.0)
 
 
 def causal_mask(length: int, device=None) -> torch.Tensor:
-    """(L, L) boolean, True on and below the diagonal: position i may attend to j <= i."""
+    """因果掩码：位置 i 只能看位置 j ≤ i（对角线及其下方为 True）。
+
+    (L, L) boolean, True on and below the diagonal: position i may attend to j <= i.
+    """
     if length < 1:
         raise ValueError(f"length must be >= 1, but got {length}")
     return torch.ones(length, length, dtype=torch.bool, device=device).tril()
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """(B, 1, S) boolean, True where the key is a real token, from token ids (B, S)."""
+    """由词元编号得到填充掩码：键是真实词元的地方为 True。
+
+    (B, 1, S) boolean, True where the key is a real token, from token ids (B, S).
+    """
     if tokens.dim() != 2:
         raise ValueError(f"tokens: expected shape (B, S), but got {tuple(tokens.shape)}")
     return (tokens != pad_id)[:, None, :]

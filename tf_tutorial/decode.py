@@ -6,8 +6,8 @@ the cache (:class:`~tf_tutorial.decoder.DecoderCache`, held by the layers themse
 layer appends one new key/value row per step, and the cross-attention keys and values, which
 depend only on the source, are computed once.
 
-Shape legend: B batch, K beam size, S source length, T target length, D d_model, H heads,
-Dh head width, V target vocabulary.
+Shape legend: B batch, k beam size, S source length, T target length,
+D d_model, H heads, d_k head width, V target vocabulary size.
 """
 from __future__ import annotations
 
@@ -19,7 +19,9 @@ from tf_tutorial.model import Transformer
 
 def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                 cache: DecoderCache) -> torch.Tensor:
-    """Feed only the newest tokens (B,) through the decoder; the cache holds the rest.
+    """解码一步：只把最新的词元送进解码器，之前的位置由缓存提供。
+
+    Feed only the newest tokens (B,) through the decoder; the cache holds the rest.
 
     Returns the next-token logits (B, V). The cache grows by one position per call.
     """
@@ -48,7 +50,9 @@ def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
 @torch.no_grad()
 def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int | None = None, eos_id: int | None = None,
                   max_len: int | None = None, use_cache: bool = True) -> torch.Tensor:
-    """Pick the most likely token at each step until every sentence has produced EOS.
+    """贪心解码：每一步取概率最大的词元，直到每个句子都生成了 EOS。
+
+    Pick the most likely token at each step until every sentence has produced EOS.
 
     Args:
         src: (B, S) source ids, padded with the model's ``pad_id``.
@@ -77,7 +81,10 @@ def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int | None = No
 
 
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
-    """GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016), used by the paper with α = 0.6."""
+    """束搜索的长度惩罚 lp(Y)。
+
+    GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016), used by the paper with α = 0.6.
+    """
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
@@ -85,63 +92,67 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
 def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6,
                 bos_id: int | None = None, eos_id: int | None = None, max_len: int | None = None,
                 use_cache: bool = True, trace: list | None = None) -> torch.Tensor:
-    """Keep the ``beam_size`` most likely prefixes; at the end pick the best by log p / lp(Y).
+    """束搜索：每一步保留 k 个最可能的前缀，最后按长度归一化的得分选出最好的一个。
+
+    Keep the ``beam_size`` most likely prefixes; at the end pick the best by log p / lp(Y).
 
     Each step every beam proposes its V continuations, scored by the prefix's log p plus the
-    new token's; the K best of the K·V survive, and the cache follows them (``reorder``). A
+    new token's; the k best of the k·V survive, and the cache follows them (``reorder``). A
     finished hypothesis stays in the beam with its score frozen (it can only add <pad>, at no
     cost), so it competes with the unfinished ones until the search stops.
-    ``trace``: a list that receives each step's beams, sentence by sentence: ``tokens`` (B, K, t)
-    ids, ``logp`` (B, K), ``done`` (B, K); then a last entry that adds ``length`` and the
-    length-normalised ``score`` (B, K), from which the winner is picked.
+    ``trace``: a list that receives each step's beams, sentence by sentence: ``tokens`` (B, k, t)
+    ids, ``logp`` (B, k), ``done`` (B, k); then a last entry that adds ``length`` and the
+    length-normalised ``score`` (B, k), from which the winner is picked.
     Returns (B, L) like :func:`greedy_decode`.
     """
     if not isinstance(beam_size, int) or beam_size < 1:
         raise ValueError(f"beam_size must be a positive integer, but got {beam_size!r}")
     model.eval()
     bos_id, eos_id = _ids(model, bos_id, eos_id)
-    n, pad, K = _max_len(model, src, max_len), model.config.pad_id, beam_size
+    n, pad, k = _max_len(model, src, max_len), model.config.pad_id, beam_size
     B, dev = src.shape[0], src.device
-    memory, src_mask = model.encode(src.repeat_interleave(K, dim=0))     # (B·K, S, D)
+    memory, src_mask = model.encode(src.repeat_interleave(k, dim=0))     # (B·k, S, D)
     cache = model.new_cache() if use_cache else None
-    ys = torch.full((B * K, 1), bos_id, dtype=torch.long, device=dev)
-    scores = torch.full((B, K), float("-inf"), device=dev)
+    ys = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
+    scores = torch.full((B, k), float("-inf"), device=dev)
     scores[:, 0] = 0.0                                   # all beams start equal: expand one only
-    done = torch.zeros(B * K, dtype=torch.bool, device=dev)
-    lengths = torch.zeros(B * K, dtype=torch.long, device=dev)
+    done = torch.zeros(B * k, dtype=torch.bool, device=dev)
+    lengths = torch.zeros(B * k, dtype=torch.long, device=dev)
     for _ in range(n):
         logits = (decode_step(model, ys[:, -1], memory, src_mask, cache) if use_cache
                   else model.decode(ys, memory, src_mask)[:, -1])
-        logp = torch.log_softmax(_never_emit(logits.float(), pad, bos_id), dim=-1)  # (B·K, V)
+        logp = torch.log_softmax(_never_emit(logits.float(), pad, bos_id), dim=-1)  # (B·k, V)
         V = logp.shape[-1]
         logp[done] = float("-inf")
         logp[done, pad] = 0.0                            # a finished beam carries on unchanged
-        cand = (scores.view(B * K, 1) + logp).view(B, K * V)
-        scores, idx = cand.topk(K, dim=-1)                                  # (B, K)
-        beam = (idx // V + torch.arange(B, device=dev)[:, None] * K).view(-1)  # rows of ys
+        cand = (scores.view(B * k, 1) + logp).view(B, k * V)
+        scores, idx = cand.topk(k, dim=-1)                                  # (B, k)
+        beam = (idx // V + torch.arange(B, device=dev)[:, None] * k).view(-1)  # rows of ys
         tok = (idx % V).view(-1)
         ys = torch.cat([ys[beam], tok[:, None]], dim=1)
-        # memory and src_mask need no reordering: a beam never leaves its sentence, whose K rows are equal
+        # memory and src_mask need no reordering: a beam never leaves its sentence, whose k rows are equal
         if cache is not None:
             cache.reorder(beam)                          # each surviving beam takes its parent's cache
         lengths = lengths[beam] + (~done[beam]).long()
         done = done[beam] | (tok == eos_id)
         if trace is not None:
-            trace.append({"tokens": ys[:, 1:].view(B, K, -1).tolist(), "logp": scores.tolist(),
-                          "done": done.view(B, K).tolist()})
+            trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(), "logp": scores.tolist(),
+                          "done": done.view(B, k).tolist()})
         if done.all():
             break
     final = scores.view(-1) / length_penalty(lengths, alpha)
     if trace is not None:
-        trace.append({"tokens": ys[:, 1:].view(B, K, -1).tolist(), "logp": scores.tolist(),
-                      "length": lengths.view(B, K).tolist(), "score": final.view(B, K).tolist()})
-    best = final.view(B, K).argmax(-1) + torch.arange(B, device=dev) * K
+        trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(), "logp": scores.tolist(),
+                      "length": lengths.view(B, k).tolist(), "score": final.view(B, k).tolist()})
+    best = final.view(B, k).argmax(-1) + torch.arange(B, device=dev) * k
     return ys[best, 1:]
 
 
 @torch.no_grad()
 def log_prob(model: Transformer, src: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
-    """log p(Y | X) that the model gives to outputs ``ids`` (B, L) (EOS included, <pad> after): (B,).
+    """模型给一个给定输出序列的对数概率 log p(Y | X)。
+
+    log p(Y | X) that the model gives to outputs ``ids`` (B, L) (EOS included, <pad> after): (B,).
 
     Scored as decoding scores them (<pad> and <bos> can never be emitted), so the log p that
     beam search keeps for its winner equals this; comparing it for the reference and for a
@@ -156,7 +167,10 @@ def log_prob(model: Transformer, src: torch.Tensor, ids: torch.Tensor) -> torch.
 
 
 def strip(ids: torch.Tensor, eos_id: int) -> list[list[int]]:
-    """(B, L) generated ids → one list per sentence, cut before EOS."""
+    """把生成的编号按句子拆开，并截掉 EOS 及其后的部分。
+
+    (B, L) generated ids → one list per sentence, cut before EOS.
+    """
     out = []
     for row in ids.tolist():
         out.append(row[:row.index(eos_id)] if eos_id in row else row)
@@ -165,9 +179,11 @@ def strip(ids: torch.Tensor, eos_id: int) -> list[list[int]]:
 
 def translate(model: Transformer, sentences, src_vocab, tgt_vocab, beam_size: int = 1,
               warn: bool = True) -> list[str]:
-    """English strings → Chinese strings (tokens joined by spaces), for a model in memory.
+    """用内存里的模型把英文句子译成中文（词元之间以空格分隔）。
 
-    Input is normalised as the corpus is (:func:`~tf_tutorial.data.normalise`). Words the model
+    English strings → Chinese strings (tokens joined by spaces), for a model in memory.
+
+    Input is normalised as the corpus is (:func:`~tf_tutorial.corpus.data.normalise`). Words the model
     never saw become UNK; with ``warn=True`` that is reported, naming them.
     """
     from tf_tutorial.translate import Translator          # (translate.py builds on this module)
@@ -177,7 +193,9 @@ def translate(model: Transformer, sentences, src_vocab, tgt_vocab, beam_size: in
 
 
 def load_translator(path, beam_size: int = 1, device: str = "auto"):
-    """A callable translator from a training checkpoint: ``load_translator(p)("I love China.")``.
+    """从训练检查点载入一个可以直接调用的翻译器。
+
+    A callable translator from a training checkpoint: ``load_translator(p)("I love China.")``.
 
     See :func:`tf_tutorial.translate.load_translator`.
     """
@@ -188,7 +206,9 @@ def load_translator(path, beam_size: int = 1, device: str = "auto"):
 
 @torch.no_grad()
 def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict:
-    """Teacher-forced pass that keeps every decoder layer's attention weights, for pictures.
+    """教师强制地跑一遍解码器，留下每一层的注意力权重，用来画图。
+
+    Teacher-forced pass that keeps every decoder layer's attention weights, for pictures.
 
     Returns {"self": [(B, H, T, T)] * N, "cross": [(B, H, T, S)] * N}.
     """

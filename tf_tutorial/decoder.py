@@ -3,8 +3,8 @@
 DecoderLayer:  y → masked self-attention → cross-attention (Q from y, K/V from the encoder
 memory) → FFN, each inside a residual connection with LayerNorm (Post-LN or Pre-LN).
 
-Shape legend: B batch, T target length, S source length, D d_model, H heads, F d_ff,
-t target positions already in a cache.
+Shape legend: B batch, T target length, S source length, D d_model, H heads,
+d_ff FFN hidden width, N layers, t target positions already in a cache.
 """
 from __future__ import annotations
 
@@ -25,7 +25,9 @@ def _check_pair(x: torch.Tensor, memory: torch.Tensor, d_model: int) -> None:
 
 
 class DecoderCache:
-    """What a decoder keeps between decoding steps: per layer, a growing :class:`KVCache` for
+    """解码器在各解码步之间保存的东西：每层一个自注意力缓存和一个交叉注意力缓存。
+
+    What a decoder keeps between decoding steps: per layer, a growing :class:`KVCache` for
     the self-attention and a fixed one for the cross-attention (the memory, projected once)."""
 
     def __init__(self, n_layers: int):
@@ -33,23 +35,31 @@ class DecoderCache:
 
     @property
     def length(self) -> int:
-        """Target positions already decoded (t): the next token's position."""
+        """已经解码的目标位置数 t，也就是下一个词元的位置。
+
+        Target positions already decoded (t): the next token's position.
+        """
         return self.layers[0][0].length
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Keep the batch rows ``index`` (beam search: the surviving beams, in their new order)."""
+        """按 ``index`` 保留批里的这些行（束搜索里是存活下来的候选，按新的顺序）。
+
+        Keep the batch rows ``index`` (beam search: the surviving beams, in their new order).
+        """
         for self_cache, cross_cache in self.layers:
             self_cache.reorder(index)
             cross_cache.reorder(index)
 
 
 class DecoderLayer(nn.Module):
-    """Masked self-attention, cross-attention over the encoder output, then a position-wise FFN.
+    """解码器层：带掩码的自注意力、对记忆的交叉注意力，再接逐位置前馈网络。
+
+    Masked self-attention, cross-attention over the encoder output, then a position-wise FFN.
 
     Args:
         d_model: D (the paper: 512).
         n_heads: H (8).
-        d_ff: F, the FFN's hidden width (2048).
+        d_ff: the FFN's hidden width d_ff (2048).
         dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
             also on the attention weights and the FFN's hidden layer, as in PyTorch.
         norm_first: False = Post-LN (2017 paper), True = Pre-LN.
@@ -73,6 +83,7 @@ class DecoderLayer(nn.Module):
             SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(3))
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None, return_weights: bool = False):
+        """依次做带掩码的自注意力、交叉注意力和前馈网络，各自带残差连接和层归一化。"""
         _check_pair(x, memory, self.d_model)
         self_cache, cross_cache = cache if cache is not None else (None, None)
         weights = {} if return_weights else None
@@ -90,7 +101,9 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
-    """N decoder layers and an optional final LayerNorm (on by default with Pre-LN).
+    """解码器：N 个解码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
+
+    N decoder layers and an optional final LayerNorm (on by default with Pre-LN).
 
     Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and with
     ``return_weights=True`` the weights come back as {"self": [...], "cross": [...]}, one per layer.
@@ -106,6 +119,7 @@ class Decoder(nn.Module):
 
     def forward(self, x, memory, self_mask=None, memory_mask=None, cache: DecoderCache | None = None,
                 return_weights: bool = False):
+        """依次通过每个解码器层；需要时收集每层的注意力权重。"""
         if cache is not None and len(cache.layers) != len(self.layers):
             raise ValueError(f"cache: expected a DecoderCache for {len(self.layers)} layers, "
                              f"but got one for {len(cache.layers)}")

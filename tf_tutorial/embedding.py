@@ -1,8 +1,9 @@
 """第 2 章：词向量（token embedding）与位置编码（positional encoding）。
 
-PE(pos, 2i) = sin(pos / 10000^(2i/D)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+P[pos, 2i] = sin(pos / 10000^(2i/D)),  P[pos, 2i+1] = cos(pos / 10000^(2i/D))
+(P is the positional-encoding table; the paper writes PE.)
 
-Shape legend: B batch, L sequence length, D d_model, V vocabulary size.
+Shape legend: B batch, L sequence length, D d_model, V vocabulary size |𝒱|.
 """
 from __future__ import annotations
 
@@ -20,7 +21,10 @@ def _frequencies(d_model: int) -> torch.Tensor:
 
 
 def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
-    """The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values in [−1, 1]."""
+    """正弦位置编码表 P。
+
+    The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values in [−1, 1].
+    """
     if max_len < 1:
         raise ValueError(f"max_len must be >= 1, but got {max_len}")
     angles = torch.arange(max_len, dtype=torch.float64)[:, None] * _frequencies(d_model)  # (L, D/2)
@@ -30,7 +34,7 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
 
 
 def shift_matrix(k: int, d_model: int) -> torch.Tensor:
-    """The fixed linear map M_k with PE(pos + k) = M_k PE(pos) for every pos, shape (D, D).
+    """平移 k 个位置的矩阵 R(k)：对每个 pos 都有 P[pos + k] = R(k) P[pos]，形状 (D, D)。
 
     Block diagonal: for each frequency ω_i the 2×2 rotation [[cos ωk, sin ωk], [−sin ωk, cos ωk]]
     acting on the pair (sin ω pos, cos ω pos). It depends on k only, never on pos.
@@ -44,10 +48,16 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
 
 
 class TokenEmbedding(nn.Module):
-    """Look up one learned D-vector per token id and multiply it by sqrt(D), as in the paper.
+    """词向量：按词元编号查表，再乘以 sqrt(D)（论文 §3.4 的做法）。
 
-    Weights start at N(0, 1/D), so a row has norm ≈ 1; the sqrt(D) factor brings it to ≈ sqrt(D),
-    the scale of the positional encoding (norm sqrt(D/2)) it is added to.
+    The table starts at N(0, 1/D), not at ``nn.Embedding``'s default N(0, 1): a row then has
+    norm ≈ 1, and the sqrt(D) factor brings it to ≈ sqrt(D), the size of the positional
+    encoding (norm sqrt(D/2)) it is added to. The paper states the factor without a reason;
+    chapter 2 measures what it does.
+
+    Args:
+        vocab_size: |𝒱|, the number of token ids.
+        d_model: D, the width of each vector.
     Shape: tokens (B, L) int → (B, L, D).
 
     Ids out of range get a clear ``ValueError`` on the CPU. On a GPU the check is skipped (it
@@ -61,12 +71,13 @@ class TokenEmbedding(nn.Module):
         nn.init.normal_(self.table.weight, std=d_model ** -0.5)
 
     def check_ids(self, tokens: torch.Tensor) -> None:
-        """Raise ValueError naming the first id outside [0, vocab_size)."""
+        """检查词元编号：raise ValueError naming the first id outside [0, vocab_size)."""
         bad = tokens[(tokens < 0) | (tokens >= self.vocab_size)]
         if bad.numel():
             raise ValueError(f"token id {bad[0].item()} is out of range for vocab_size={self.vocab_size}")
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """查出每个词元编号的词向量，再乘以 √D。"""
         if tokens.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"tokens must be integer ids, but got dtype {tokens.dtype}")
         if tokens.device.type == "cpu" and not torch.compiler.is_compiling():
@@ -90,7 +101,7 @@ class _PositionalBase(nn.Module):
 
 
 class SinusoidalPositionalEncoding(_PositionalBase):
-    """x + PE[start : start + L], then dropout. The table is a fixed buffer: nothing is learned.
+    """加上正弦位置编码：x + P[start : start + L]，再 dropout；这张表是固定的，不学习。
 
     ``start`` is the position of x's first row (0, or the length of a decoder's cache).
     The dropout on this sum is the paper's (§5.4).
@@ -102,13 +113,15 @@ class SinusoidalPositionalEncoding(_PositionalBase):
         self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """把从 ``start`` 开始的 L 行位置编码加到 x 上，再做 dropout。"""
         L = self._check(x, start)
         return self.dropout(x + self.pe[start:start + L].to(x.dtype))        # (B, L, D)
 
 
 class LearnedPositionalEncoding(_PositionalBase):
-    """x + P[start : start + L] with P a learned (max_len, D) table (BERT, GPT-2): no position
-    beyond max_len.
+    """加上可学习的位置编码：x + P[start : start + L]，P 是一张 (max_len, D) 的参数表。
+
+    As in BERT and GPT-2; there is no position beyond max_len.
 
     Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
     """
@@ -118,5 +131,6 @@ class LearnedPositionalEncoding(_PositionalBase):
         self.table = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """把学到的位置表中从 ``start`` 开始的 L 行加到 x 上，再做 dropout。"""
         L = self._check(x, start)
         return self.dropout(x + self.table[start:start + L])                 # (B, L, D)

@@ -2,7 +2,7 @@
 
 EncoderLayer:  x → SublayerConnection(self-attention) → SublayerConnection(FFN)
 
-Shape legend: B batch, S source length, D d_model, H heads, F d_ff.
+Shape legend: B batch, S source length, D d_model, H heads, d_ff FFN hidden width, N layers.
 """
 from __future__ import annotations
 
@@ -15,12 +15,14 @@ from tf_tutorial.residual import SublayerConnection, stack_norm
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention then a position-wise FFN, each inside a residual connection with LayerNorm.
+    """编码器层：自注意力，再接逐位置前馈网络，各自包在残差连接和层归一化里。
+
+    Self-attention then a position-wise FFN, each inside a residual connection with LayerNorm.
 
     Args:
         d_model: D (the paper: 512).
         n_heads: H (8).
-        d_ff: F, the FFN's hidden width (2048).
+        d_ff: the FFN's hidden width d_ff (2048).
         dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
             also on the attention weights and the FFN's hidden layer, as in PyTorch.
         norm_first: False = Post-LN (the 2017 paper), True = Pre-LN.
@@ -38,6 +40,7 @@ class EncoderLayer(nn.Module):
         self.ffn_block = SublayerConnection(d_model, dropout, norm_first, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """让每个源位置先看整个源序列（自注意力），再各自经过前馈网络。"""
         if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
             raise ValueError(f"x: expected shape (B, S, {self.self_attn.d_model}), "
                              f"but got {tuple(x.shape)}")
@@ -46,7 +49,9 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """N encoder layers and an optional final LayerNorm (on by default with Pre-LN, where no
+    """编码器：N 个编码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
+
+    N encoder layers and an optional final LayerNorm (on by default with Pre-LN, where no
     sublayer normalises the stack's output).
 
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
@@ -61,6 +66,7 @@ class Encoder(nn.Module):
         self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """依次通过每个编码器层，输出记忆。"""
         for layer in self.layers:
             x = layer(x, mask)
         return self.norm(x)

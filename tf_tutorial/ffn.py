@@ -1,9 +1,10 @@
 """第 7 章：逐位置前馈网络（position-wise feed-forward network）。
 
-FFN(x) = act(x W₁ + b₁) W₂ + b₂,  W₁ (D, F), W₂ (F, D), usually F = 4D.
-SwiGLU(x) = (SiLU(x W) ⊙ x V) W₂ (Shazeer, 2020), with F ≈ 2/3 · 4D to keep the parameter count.
+FFN(x) = act(x W₁ + b₁) W₂ + b₂,  W₁ (D, d_ff), W₂ (d_ff, D), usually d_ff = 4D.
+SwiGLU(x) = (SiLU(x W_gate) ⊙ x W_up) W_down (Shazeer, 2020), with d_ff ≈ 2/3 · 4D to keep the
+parameter count.
 
-Shape legend: B batch, L sequence length, D d_model, F d_ff (hidden width).
+Shape legend: B batch, L sequence length, D d_model, d_ff the hidden width.
 """
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ def _check_dropout(dropout: float) -> None:
 
 
 class PositionwiseFeedForward(nn.Module):
-    """Two linear maps with a non-linearity between, applied to every position independently.
+    """逐位置前馈网络：两个线性变换夹一个非线性，对每个位置分别作用。
+
+    Two linear maps with a non-linearity between, applied to every position independently.
 
     Args:
-        d_model: D. d_ff: F, the hidden width (4·D in the paper).
+        d_model: D. d_ff: the hidden width d_ff (4·D in the paper).
         dropout: after the activation (training only). The paper has none here; PyTorch's
             ``nn.TransformerEncoderLayer`` and the Annotated Transformer do.
         activation: "relu" (paper) or "gelu".
@@ -41,21 +44,27 @@ class PositionwiseFeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """先升宽到 d_ff、经过激活函数，再降回 D。"""
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dimension {self.d_model}, but got shape {tuple(x.shape)}")
-        return self.w2(self.dropout(self.act(self.w1(x))))                # (B, L, F) -> (B, L, D)
+        return self.w2(self.dropout(self.act(self.w1(x))))                # (B, L, d_ff) -> (B, L, D)
 
 
 def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
-    """Hidden width that gives SwiGLU the parameters of a 4·D ReLU FFN: 2/3 · 4D, rounded up."""
+    """让 SwiGLU 与 4D 宽的 ReLU 前馈网络参数一样多的中间宽度：2/3 · 4D，向上取整。
+
+    Hidden width that gives SwiGLU the parameters of a 4·D ReLU FFN: 2/3 · 4D, rounded up.
+    """
     hidden = int(2 * 4 * d_model / 3)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 class SwiGLUFeedForward(nn.Module):
-    """The gated variant used by PaLM and LLaMA: (SiLU(x W) ⊙ (x V)) W₂, no biases.
+    """带门控的前馈网络变体 SwiGLU（PaLM、LLaMA 使用），没有偏置。
 
-    Three (D, F) matrices instead of two, so F = 2/3 · 4D keeps the parameter count of the
+    The gated variant used by PaLM and LLaMA: (SiLU(x W_gate) ⊙ (x W_up)) W_down, no biases.
+
+    Three (D, d_ff) matrices instead of two, so d_ff = 2/3 · 4D keeps the parameter count of the
     ReLU FFN. Shape: x (B, L, D) → (B, L, D).
     """
 
@@ -70,6 +79,7 @@ class SwiGLUFeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """门控分支经过 SiLU 后与另一分支逐元素相乘，再投影回 D。"""
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dimension {self.d_model}, but got shape {tuple(x.shape)}")
         return self.w_down(self.dropout(F.silu(self.w_gate(x)) * self.w_up(x)))  # (B, L, D)

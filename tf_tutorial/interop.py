@@ -1,4 +1,6 @@
-"""Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the same weights.
+"""与 ``torch.nn`` 互换：由 PyTorch 的模块造出本软件包里权重相同的对应模块。
+
+Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the same weights.
 
 The book uses it to prove, to float tolerance, that our readable code computes what PyTorch
 computes. Each supported ``torch.nn`` class registers one converter below.
@@ -22,7 +24,9 @@ def _converter(torch_type: type):
 
 
 def from_torch(module: nn.Module) -> nn.Module:
-    """Return this package's equivalent of ``module`` with copied weights, dtype and device.
+    """把一个 ``torch.nn`` 模块换成本软件包的对应模块，复制权重、数据类型和设备。
+
+    Return this package's equivalent of ``module`` with copied weights, dtype and device.
 
     Raises:
         TypeError: no converter for ``type(module)``.
@@ -43,6 +47,7 @@ def _placed_like(ours: nn.Module, ref: nn.Module) -> nn.Module:
 
 @_converter(nn.RNN)
 def convert_rnn(m: nn.RNN) -> nn.Module:
+    """把单层、tanh、批维在前的 ``nn.RNN`` 换成本书的 ``ElmanRNN``。"""
     from tf_tutorial.rnn import ElmanRNN
 
     problems = {"num_layers": (m.num_layers, 1), "nonlinearity": (m.nonlinearity, "tanh"),
@@ -62,6 +67,7 @@ def convert_rnn(m: nn.RNN) -> nn.Module:
 
 @_converter(nn.MultiheadAttention)
 def convert_multihead_attention(m: nn.MultiheadAttention) -> nn.Module:
+    """把 ``nn.MultiheadAttention`` 换成本书的 ``MultiHeadAttention``。"""
     from tf_tutorial.multihead import MultiHeadAttention
 
     problems = {"batch_first": (m.batch_first, True), "kdim == vdim == embed_dim":
@@ -86,12 +92,17 @@ def convert_multihead_attention(m: nn.MultiheadAttention) -> nn.Module:
 
 
 def torch_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
-    """Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask`` (True = blocked)."""
+    """把本书的掩码（True 表示可以看）换成 PyTorch 的 ``attn_mask``（True 表示屏蔽）。
+
+    Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask`` (True = blocked).
+    """
     return ~allowed
 
 
 def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
-    """Our padding mask (B, 1, S), True = real token → PyTorch's ``key_padding_mask`` (B, S),
+    """把本书的填充掩码换成 PyTorch 的 ``key_padding_mask``（True 表示填充）。
+
+    Our padding mask (B, 1, S), True = real token → PyTorch's ``key_padding_mask`` (B, S),
     True = padding."""
     if allowed.dim() != 3 or allowed.shape[1] != 1:
         raise ValueError(f"expected a padding mask of shape (B, 1, S), but got {tuple(allowed.shape)}")
@@ -100,6 +111,7 @@ def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
 
 @_converter(nn.LayerNorm)
 def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
+    """把 ``nn.LayerNorm`` 换成本书的 ``LayerNorm``。"""
     from tf_tutorial.norm import LayerNorm
 
     if len(m.normalized_shape) != 1 or not m.elementwise_affine or m.bias is None:
@@ -142,6 +154,7 @@ def _layer_kwargs(m: nn.Module) -> dict:
 
 @_converter(nn.TransformerEncoderLayer)
 def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
+    """把 ``nn.TransformerEncoderLayer`` 换成本书的 ``EncoderLayer``。"""
     from tf_tutorial.encoder import EncoderLayer
 
     ours = _placed_like(EncoderLayer(**_layer_kwargs(m)), m)
@@ -153,6 +166,7 @@ def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
 
 @_converter(nn.TransformerDecoderLayer)
 def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
+    """把 ``nn.TransformerDecoderLayer`` 换成本书的 ``DecoderLayer``。"""
     from tf_tutorial.decoder import DecoderLayer
 
     ours = _placed_like(DecoderLayer(**_layer_kwargs(m)), m)
@@ -175,6 +189,7 @@ def _convert_stack(m: nn.Module, ours: nn.Module) -> nn.Module:
 
 @_converter(nn.TransformerEncoder)
 def convert_encoder(m: nn.TransformerEncoder) -> nn.Module:
+    """把 ``nn.TransformerEncoder`` 换成本书的 ``Encoder``。"""
     from tf_tutorial.encoder import Encoder
 
     first = m.layers[0]
@@ -184,6 +199,7 @@ def convert_encoder(m: nn.TransformerEncoder) -> nn.Module:
 
 @_converter(nn.TransformerDecoder)
 def convert_decoder(m: nn.TransformerDecoder) -> nn.Module:
+    """把 ``nn.TransformerDecoder`` 换成本书的 ``Decoder``。"""
     from tf_tutorial.decoder import Decoder
 
     first = m.layers[0]

@@ -13,7 +13,7 @@ from collections import Counter
 import sacrebleu
 import torch
 
-from tf_tutorial.data import encode_pairs, pad
+from tf_tutorial.corpus.data import encode_pairs, pad
 from tf_tutorial.decode import beam_search, greedy_decode
 
 NUMBER_WORDS = {"hundred", "thousand", "million"} | set(
@@ -23,14 +23,20 @@ TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at", "in
 
 
 def exact_match(hyps: list[str], refs: list[str]) -> float:
-    """Share of outputs equal to the reference, token for token."""
+    """完全匹配率：输出与参考译文逐个词元都相同的句子所占的比例。
+
+    Share of outputs equal to the reference, token for token.
+    """
     if len(hyps) != len(refs) or not refs:
         raise ValueError(f"need as many outputs as references (and at least one), got {len(hyps)} and {len(refs)}")
     return sum(h == r for h, r in zip(hyps, refs)) / len(refs)
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
-    """Corpus BLEU with sacrebleu's Chinese tokenisation (one token per Chinese character)."""
+    """语料级 BLEU，用 sacrebleu 的中文切分（每个汉字算一个词元）。
+
+    Corpus BLEU with sacrebleu's Chinese tokenisation (one token per Chinese character).
+    """
     if len(hyps) != len(refs) or not refs:
         raise ValueError(f"need as many outputs as references (and at least one), got {len(hyps)} and {len(refs)}")
     join = lambda s: s.replace(" ", "")                       # noqa: E731 - text as a reader writes it
@@ -38,7 +44,9 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
 
 
 def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
-    """BLEU of one output against one reference, step by step, on characters (as sacrebleu's "zh").
+    """逐步算出一句输出对一句参考译文的 BLEU（按字切分，与 sacrebleu 的 "zh" 相同）。
+
+    BLEU of one output against one reference, step by step, on characters (as sacrebleu's "zh").
 
     Returns the clipped n-gram ``matches`` and ``totals``, the ``precisions`` (%), the brevity
     penalty ``bp``, the lengths and the ``score`` (0–100). Like ``sacrebleu.sentence_bleu``, an
@@ -69,7 +77,9 @@ def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
 
 
 def error_kind(ref: str, hyp: str) -> str:
-    """How an output differs from its reference, read off a token alignment (difflib).
+    """对齐输出和参考译文的词元，判断错误属于哪一类（漏词、多词、重复、错词、混合）。
+
+    How an output differs from its reference, read off a token alignment (difflib).
 
     "漏词" (tokens missing, nothing else wrong), "多词" (tokens added; "重复" when the added
     tokens repeat the ones before them), "错词" (tokens replaced, nothing added or missing), "混合".
@@ -93,7 +103,10 @@ def error_kind(ref: str, hyp: str) -> str:
 
 
 def phenomena(english: list[str]) -> list[str]:
-    """Which of the grammar's phenomena an English sentence exercises (for error analysis)."""
+    """列出一个英文句子用到了文法里的哪些现象（供错误分析）。
+
+    Which of the grammar's phenomena an English sentence exercises (for error analysis).
+    """
     words = set(english)
     tags = []
     if words & NUMBER_WORDS:
@@ -113,7 +126,10 @@ def phenomena(english: list[str]) -> list[str]:
 
 @torch.no_grad()
 def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1, batch_size: int = 200):
-    """Decode every English sentence of ``pairs``; returns the outputs as space-joined strings."""
+    """解码 ``pairs`` 里的每个英文句子，返回以空格连接词元的译文。
+
+    Decode every English sentence of ``pairs``; returns the outputs as space-joined strings.
+    """
     device = next(model.parameters()).device
     encoded = encode_pairs(pairs, src_vocab, tgt_vocab)
     order = sorted(range(len(pairs)), key=lambda i: len(encoded[i][0]))   # little padding
@@ -133,7 +149,10 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1, batc
 
 
 def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
-    """Exact match, BLEU and exact match per phenomenon on ``pairs``; also returns the outputs."""
+    """在 ``pairs`` 上算完全匹配率、BLEU 和按现象分开的完全匹配率，并返回译文。
+
+    Exact match, BLEU and exact match per phenomenon on ``pairs``; also returns the outputs.
+    """
     hyps = translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size)
     refs = [" ".join(zh) for _, zh in pairs]
     by_tag: dict = {}

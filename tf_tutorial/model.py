@@ -2,7 +2,7 @@
 
 logits = Decoder(Embed(tgt_in)·√D + PE, Encoder(Embed(src)·√D + PE)) W_outᵀ
 
-Shape legend: B batch, S source length, T target length, D d_model, V vocabulary.
+Shape legend: B batch, S source length, T target length, D d_model, V vocabulary size.
 """
 from __future__ import annotations
 
@@ -18,7 +18,10 @@ from tf_tutorial.encoder import Encoder
 
 
 def require_positive_ints(obj, names) -> None:
-    """Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an int ≥ 1."""
+    """检查 ``obj`` 的这些属性都是正整数，否则报出第一个不合格的名字。
+
+    Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an int ≥ 1.
+    """
     for name in names:
         value = getattr(obj, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -27,7 +30,9 @@ def require_positive_ints(obj, names) -> None:
 
 @dataclass(frozen=True)
 class TransformerConfig:
-    """The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
+    """Transformer 的超参数，默认值就是论文的 base 模型。
+
+    The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
 
     ``norm_first``: False = Post-LN as in the paper, True = Pre-LN.
     ``dropout``: on each sub-layer's output and on embeddings + positions (the paper's two
@@ -72,11 +77,14 @@ class TransformerConfig:
                              f"src_vocab_size={self.src_vocab_size} != tgt_vocab_size={self.tgt_vocab_size}")
 
     def to_dict(self) -> dict:
+        """把配置转成普通的字典（写进检查点用）。"""
         return asdict(self)
 
 
 class Transformer(nn.Module):
-    """The encoder–decoder of "Attention Is All You Need", batch first.
+    """完整的编码器–解码器 Transformer（批维在前）。
+
+    The encoder–decoder of "Attention Is All You Need", batch first.
 
     Shape:
         src (B, S) and tgt_in (B, T) token ids → logits (B, T, V_tgt). Padding masks come from
@@ -100,14 +108,19 @@ class Transformer(nn.Module):
             raise ValueError(f"{name}: expected token ids of shape (B, L), but got {tuple(tokens.shape)}")
 
     def encode(self, src: torch.Tensor):
-        """src (B, S) → memory (B, S, D) and the source mask (B, 1, S)."""
+        """编码源序列，返回记忆和源序列的填充掩码。
+
+        src (B, S) → memory (B, S, D) and the source mask (B, 1, S).
+        """
         self._check_tokens("src", src)
         src_mask = padding_mask(src, self.config.pad_id)                    # (B, 1, S)
         return self.encoder(self.positions(self.src_embed(src)), src_mask), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
                cache: DecoderCache | None = None, return_weights: bool = False):
-        """tgt_in (B, T), memory (B, S, D) → logits (B, T, V).
+        """由目标前缀和记忆算出每个位置对下一个词元的打分（logits）。
+
+        tgt_in (B, T), memory (B, S, D) → logits (B, T, V).
 
         With a ``cache`` (:meth:`new_cache`), ``tgt_in`` holds only the new tokens: their
         positions start where the cache ends, and they attend to every cached position (the
@@ -128,10 +141,14 @@ class Transformer(nn.Module):
         return self.out(y)                                                  # (B, T, V)
 
     def new_cache(self) -> DecoderCache:
-        """An empty cache for step-by-step decoding with :meth:`decode`."""
+        """新建一个空的解码缓存，供逐步解码使用。
+
+        An empty cache for step-by-step decoding with :meth:`decode`.
+        """
         return DecoderCache(len(self.decoder.layers))
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
+        """教师强制（teacher forcing）下的一次完整前向：先编码，再解码。"""
         self._check_tokens("src", src)
         self._check_tokens("tgt_in", tgt_in)
         if src.shape[0] != tgt_in.shape[0]:
@@ -142,5 +159,8 @@ class Transformer(nn.Module):
 
 
 def count_parameters(model: nn.Module) -> int:
-    """Trainable parameters, each shared tensor counted once (``parameters()`` already dedupes)."""
+    """数出模型的可训练参数个数（共享的参数只算一次）。
+
+    Trainable parameters, each shared tensor counted once (``parameters()`` already dedupes).
+    """
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

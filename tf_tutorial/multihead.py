@@ -2,7 +2,8 @@
 
 MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-Shape legend: B batch, Lq query length, Lk key length, D d_model, H heads, Dh = D / H,
+Shape legend (book/appendix_notation.md): B batch, T query length, S key and value length
+(in self-attention S = T = L), D d_model, H heads, d_k = D / H the width of one head,
 t positions already in a cache.
 """
 from __future__ import annotations
@@ -14,7 +15,9 @@ from tf_tutorial.attention import check_mask, fused_attention, scaled_dot_produc
 
 
 class KVCache:
-    """The projected keys and values one attention layer keeps between decoding steps (chapter 10).
+    """一个注意力层在解码的各步之间保存的键和值（KV 缓存，第 10 章）。
+
+    The projected keys and values one attention layer keeps between decoding steps (chapter 10).
 
     ``static=False`` (self-attention): each call appends the new positions' keys and values,
     so a query sees every earlier position without recomputing it.
@@ -24,29 +27,40 @@ class KVCache:
 
     def __init__(self, static: bool = False):
         self.static = static
-        self.k: torch.Tensor | None = None                                   # (B, H, t, Dh)
+        self.k: torch.Tensor | None = None                                   # (B, H, t, d_k)
         self.v: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
-        """Positions held (t); 0 before the first step."""
+        """缓存里已有的位置数 t；第一步之前为 0。
+
+        Positions held (t); 0 before the first step.
+        """
         return 0 if self.k is None else self.k.shape[2]
 
     def update(self, k: torch.Tensor, v: torch.Tensor):
-        """Store new keys and values (B, H, L, Dh); return everything the query may attend to."""
+        """存入新的键和值，返回查询可以看到的全部键和值。
+
+        Store new keys and values (B, H, L, d_k); return everything the query may attend to.
+        """
         if self.k is not None and not self.static:
-            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)   # (B, H, t + L, Dh)
+            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)   # (B, H, t + L, d_k)
         self.k, self.v = k, v
         return k, v
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Keep the batch rows ``index`` in that order (beam search: the surviving beams)."""
+        """按 ``index`` 的顺序保留批里的这些行（束搜索里是存活下来的候选）。
+
+        Keep the batch rows ``index`` in that order (beam search: the surviving beams).
+        """
         if self.k is not None:
             self.k, self.v = self.k[index], self.v[index]
 
 
 class MultiHeadAttention(nn.Module):
-    """H heads computed at once: one big (D, D) projection is H small (D, Dh) ones side by side.
+    """多头注意力：H 个头一起算，一个 (D, D) 投影就是 H 个 (D, d_k) 小投影并排放在一起。
+
+    H heads computed at once: one big (D, D) projection is H small (D, d_k) ones side by side.
 
     Args:
         d_model: D, the width of the inputs and of the output.
@@ -56,12 +70,12 @@ class MultiHeadAttention(nn.Module):
         bias: biases in the four projections.
         fused: use ``F.scaled_dot_product_attention`` (fast) unless weights are requested.
     Shape:
-        query (B, Lq, D); key, value (B, Lk, D); mask boolean, broadcastable to (B, Lq, Lk),
+        query (B, T, D); key, value (B, S, D); mask boolean, broadcastable to (B, T, S),
         True = may attend, shared by every head.
         cache: a :class:`KVCache` to read past keys and values from and add these to (decoding);
-            the mask then covers every key the cache holds, (B, Lq, t + Lk).
+            the mask then covers every key the cache holds, (B, T, t + S).
     Returns:
-        (B, Lq, D); with ``return_weights=True`` also the weights (B, H, Lq, Lk).
+        (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S).
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -71,7 +85,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
-        self.d_model, self.n_heads, self.d_head = d_model, n_heads, d_model // n_heads
+        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
         self.dropout, self.fused = dropout, fused
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
@@ -79,14 +93,17 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """把 (B, L, D) 拆成 H 个头：(B, H, L, d_k)。"""
         B, L, _ = x.shape
-        return x.view(B, L, self.n_heads, self.d_head).transpose(1, 2)       # (B, H, L, Dh)
+        return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)       # (B, H, L, d_k)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """把 H 个头拼回去：(B, H, L, d_k) → (B, L, D)。"""
         B, _, L, _ = x.shape
         return x.transpose(1, 2).reshape(B, L, self.d_model)                # (B, L, D)
 
     def forward(self, query, key, value, mask=None, return_weights: bool = False, cache: KVCache | None = None):
+        """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name}: expected shape (B, L, {self.d_model}), "
@@ -94,29 +111,34 @@ class MultiHeadAttention(nn.Module):
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v              # cross-attention: the memory was projected at step 1
         else:
-            k, v = self.project_kv(key, value)                               # (B, H, Lk, Dh)
+            k, v = self.project_kv(key, value)                               # (B, H, S, d_k)
             if cache is not None:
-                k, v = cache.update(k, v)                                    # (B, H, t + Lk, Dh)
+                k, v = cache.update(k, v)                                    # (B, H, t + S, d_k)
         return self.attend(query, k, v, mask, return_weights)
 
     def project_kv(self, key, value):
-        """Keys and values, split into heads: (B, Lk, D) → two (B, H, Lk, Dh).
+        """投影出键和值，并拆成 H 个头。
+
+        Keys and values, split into heads: (B, S, D) → two (B, H, S, d_k).
 
         Separate from :meth:`attend` so that a decoder can keep them (the KV cache, chapter 10).
         """
         return self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
 
     def attend(self, query, k, v, mask=None, return_weights: bool = False):
-        """query (B, Lq, D) against projected k, v (B, H, Lk, Dh) → (B, Lq, D)."""
+        """投影查询，对已拆好头的键和值做注意力，再拼接各头并做输出投影。
+
+        query (B, T, D) against projected k, v (B, H, S, d_k) → (B, T, D).
+        """
         if mask is not None:
-            check_mask(mask, (query.shape[0], query.shape[1], k.shape[2]))  # (B, Lq, Lk)
+            check_mask(mask, (query.shape[0], query.shape[1], k.shape[2]))  # (B, T, S)
             if mask.dim() == 3:
-                mask = mask[:, None]  # (B, 1, Lq, Lk): the same mask for every head
-        q = self.split_heads(self.w_q(query))                                # (B, H, Lq, Dh)
+                mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
+        q = self.split_heads(self.w_q(query))                                # (B, H, T, d_k)
         p = self.dropout if self.training else 0.0
         if self.fused and not return_weights:
             out, weights = fused_attention(q, k, v, mask, dropout_p=p), None
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
-        out = self.w_o(self.merge_heads(out))                                # (B, Lq, D)
+        out = self.w_o(self.merge_heads(out))                                # (B, T, D)
         return (out, weights) if return_weights else out

@@ -12,16 +12,20 @@ from torch import nn
 
 
 class LayerNorm(nn.Module):
-    """Normalise each position's D features to mean 0 and variance 1, then scale and shift.
+    """层归一化：把每个位置的 D 个特征化成均值 0、方差 1，再缩放和平移。
+
+    Normalise each position's D features to mean 0 and variance 1, then scale and shift.
 
     Equal to ``nn.LayerNorm(D, eps)``: σ² is the biased variance (divide by D, not D − 1) and
     ε sits inside the square root. γ (``weight``) starts at 1 and β (``bias``) at 0.
 
     Args:
         d_model: D, the size of the last dimension.
-        eps: added to σ² for numerical safety; PyTorch's default is 1e-5.
-        fused: compute with ``F.layer_norm`` (one kernel, same maths; the appendix measures the
-            difference) instead of the formula written out below. Tests check the two agree.
+        eps: ε, added to σ² for numerical safety (default 1e-5, as ``nn.LayerNorm``).
+        fused: compute with ``F.layer_norm`` (default True; one kernel, same maths, the
+            appendix measures the difference) instead of the formula written out below.
+            Tests check the two agree. The written-out path computes in the input's dtype:
+            in float16, an ε below about 3e-8 rounds to 0 there (chapter 5).
     Shape:
         x (..., D) → (..., D).
     """
@@ -35,6 +39,7 @@ class LayerNorm(nn.Module):
         self.bias = nn.Parameter(torch.zeros(d_model))    # β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """对最后一维做层归一化；``fused=False`` 时按公式一步步算。"""
         if x.shape[-1] != self.d_model:
             raise ValueError(f"x: expected last dimension {self.d_model}, but got shape "
                              f"{tuple(x.shape)}")
@@ -46,7 +51,9 @@ class LayerNorm(nn.Module):
 
 
 def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
-    """A version often seen in tutorials: unbiased std and ε outside the root (for comparison).
+    """教程里常见的写法（用于对比）：无偏标准差，ε 放在根号外面。
+
+    A version often seen in tutorials: unbiased std and ε outside the root (for comparison).
 
     (x − μ) / (std_unbiased(x) + ε). It differs from ``nn.LayerNorm`` by the factor
     sqrt((D − 1) / D) and in how ε enters, so weights trained with one do not fit the other.

@@ -1,7 +1,7 @@
 """第 6 章：残差连接（residual connection）与层归一化的两种放法。
 
-Post-LN (2017 paper):  y = LayerNorm(x + Dropout(F(x)))
-Pre-LN (most models now): y = x + Dropout(F(LayerNorm(x)))
+Post-LN (2017 paper):  y = LayerNorm(x + Dropout(Sublayer(x)))
+Pre-LN (most models now): y = x + Dropout(Sublayer(LayerNorm(x)))
 
 Shape legend: B batch, L sequence length, D d_model.
 """
@@ -16,11 +16,13 @@ from tf_tutorial.norm import LayerNorm
 
 
 class SublayerConnection(nn.Module):
-    """Wrap a sublayer F (attention or FFN) with a residual connection and a LayerNorm.
+    """用残差连接和层归一化包住一个子层（注意力或前馈网络）。
+
+    Wrap a sublayer, Sublayer(·) (attention or FFN), with a residual connection and a LayerNorm.
 
     Args:
         d_model: D.
-        dropout: on F's output before the residual add (training only), as in the paper (§5.4).
+        dropout: on the sublayer's output before the residual add (training only), as in the paper (§5.4).
         norm_first: False = Post-LN, True = Pre-LN.
         eps: LayerNorm's ε.
     Shape:
@@ -35,59 +37,17 @@ class SublayerConnection(nn.Module):
         self.norm, self.dropout, self.norm_first = LayerNorm(d_model, eps), nn.Dropout(dropout), norm_first
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """Post-LN 算 LayerNorm(x + Sublayer(x))，Pre-LN 算 x + Sublayer(LayerNorm(x))。"""
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
 
 
-class DeepStack(nn.Module):
-    """A stack of identical blocks for measuring depth: each block is one MLP sublayer
-    (Linear → tanh → Linear) with or without a residual connection, and optionally a LayerNorm
-    in the Post-LN or Pre-LN place. Used by chapters 5 and 6; not part of the Transformer itself.
-
-    Args:
-        d_model: D. n_layers: depth.
-        residual: add the block's input to its output.
-        norm: None, "post" or "pre".
-    """
-
-    def __init__(self, d_model: int, n_layers: int, residual: bool = True, norm: str | None = None):
-        super().__init__()
-        if norm not in (None, "post", "pre"):
-            raise ValueError(f"norm must be None, 'post' or 'pre', but got {norm!r}")
-        self.residual, self.norm = residual, norm
-        self.blocks = nn.ModuleList(
-            nn.Sequential(nn.Linear(d_model, d_model), nn.Tanh(), nn.Linear(d_model, d_model))
-            for _ in range(n_layers))
-        self.norms = nn.ModuleList(LayerNorm(d_model) for _ in range(n_layers if norm else 0))
-
-    def forward(self, x: torch.Tensor, keep: list | None = None) -> torch.Tensor:
-        """Run the stack; if ``keep`` is a list, append every block's output to it."""
-        for i, block in enumerate(self.blocks):
-            if self.norm == "pre":
-                x = x + block(self.norms[i](x)) if self.residual else block(self.norms[i](x))
-            else:
-                x = x + block(x) if self.residual else block(x)
-                if self.norm == "post":
-                    x = self.norms[i](x)
-            if keep is not None:
-                keep.append(x.detach())
-        return x
-
-
-def gradient_norms(stack: DeepStack, x: torch.Tensor) -> torch.Tensor:
-    """‖∂loss/∂W‖ of each block's first weight matrix, for loss = mean of the output squared.
-
-    Returns (n_layers,), from the input side (layer 1) to the output side.
-    """
-    stack.zero_grad(set_to_none=True)
-    stack(x).pow(2).mean().backward()
-    return torch.stack([block[0].weight.grad.norm() for block in stack.blocks])
-
-
 def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
                eps: float = 1e-5) -> nn.Module:
-    """The norm after a stack of layers: a LayerNorm, or the identity.
+    """一摞层之后的归一化：层归一化，或者什么也不做（恒等映射）。
+
+    The norm after a stack of layers: a LayerNorm, or the identity.
 
     ``enabled=None`` follows the placement: on for Pre-LN (no sublayer normalises the stack's
     output there), off for Post-LN (the last sublayer already did).

@@ -21,13 +21,16 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial.data import Corpus, batch_indices, batches, encode_pairs, make_corpus
+from tf_tutorial.corpus.data import Corpus, batch_indices, batches, encode_pairs, make_corpus
 from tf_tutorial.model import Transformer, TransformerConfig, count_parameters, require_positive_ints
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """One training run. The model's shape, the data's size and the optimisation schedule."""
+    """一次训练的全部设置：模型的形状、数据的多少和优化的日程。
+
+    One training run. The model's shape, the data's size and the optimisation schedule.
+    """
 
     name: str = "cpu"
     d_model: int = 128
@@ -57,6 +60,7 @@ class TrainConfig:
                              f"{self.lr_scale}, {self.clip}, {self.label_smoothing}")
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
+        """按这次训练的设置和语料的词表，生成模型的配置。"""
         return TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), self.d_model, self.n_heads,
                                  self.n_layers, self.d_ff, self.dropout, max_len=160,
                                  pad_id=corpus.src_vocab.pad_id, bos_id=corpus.tgt_vocab.bos_id,
@@ -79,12 +83,16 @@ CONFIGS = {
 
 
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
-    """The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5), step from 1."""
+    """论文的学习率日程：先线性预热，再按步数的平方根倒数衰减。
+
+    The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5), step from 1.
+    """
     step = max(step, 1)
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
 def pick_device(name: str = "auto") -> torch.device:
+    """选择训练设备：``auto`` 时有 GPU 就用 GPU，否则用 CPU。"""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
@@ -96,7 +104,9 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 def autocast_dtype(device: torch.device, precision: str = "auto"):
-    """The 16-bit type for mixed precision, or ``None`` for plain float32.
+    """选择混合精度用的 16 位类型；用纯 float32 时返回 ``None``。
+
+    The 16-bit type for mixed precision, or ``None`` for plain float32.
 
     ``auto``: bf16 on GPUs that have it (A100, H100, ...), fp16 with a loss scaler on older
     GPUs (a T4 has no fast bf16), float32 on a CPU. ``bf16`` and ``fp16`` also work on a CPU
@@ -112,11 +122,17 @@ def autocast_dtype(device: torch.device, precision: str = "auto"):
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be used by this run (corrupt, or from another configuration)."""
+    """检查点不能用于这次训练（文件损坏，或者来自别的配置）。
+
+    A checkpoint that cannot be used by this run (corrupt, or from another configuration).
+    """
 
 
 def save_checkpoint(path, **state) -> None:
-    """Write to a temporary file next to ``path``, then rename: a failed save leaves the old one."""
+    """保存检查点：先写临时文件再改名，保存失败时旧的检查点仍然完好。
+
+    Write to a temporary file next to ``path``, then rename: a failed save leaves the old one.
+    """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     try:
@@ -128,6 +144,7 @@ def save_checkpoint(path, **state) -> None:
 
 
 def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
+    """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。"""
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except FileNotFoundError:
@@ -159,6 +176,7 @@ def _checksum(model: nn.Module) -> float:
 
 @dataclass
 class TrainResult:
+    """一次训练的结果：模型、语料、记录下的曲线、配置和设备。"""
     model: Transformer
     corpus: Corpus
     history: dict
@@ -167,7 +185,9 @@ class TrainResult:
 
 
 def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip: float = 1.0, forward=None):
-    """One optimisation step on a batch of token ids; returns the loss (detached).
+    """在一批词元编号上做一步优化，返回这一步的损失。
+
+    One optimisation step on a batch of token ids; returns the loss (detached).
 
     Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … yₙ <eos> (then <pad>); the decoder reads
     tgt[:, :-1] = <bos> y₁ … yₙ and learns to predict tgt[:, 1:] = y₁ … yₙ <eos>, both (B, T).
@@ -191,7 +211,9 @@ def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip: flo
 
 
 def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: int = 1):
-    """Training batches forever, epoch after epoch, each epoch in its own seeded order.
+    """无穷无尽地产生训练批次，一个轮次接一个轮次，每个轮次的顺序由种子决定。
+
+    Training batches forever, epoch after epoch, each epoch in its own seeded order.
 
     The first ``skip`` batches are passed over without being built (resuming at a step), and
     a batch with fewer sentences than processes is left out (it cannot be split over them).
@@ -220,7 +242,9 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: i
 def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", corpus: Corpus | None = None,
           compile: bool | str = False, progress: bool = True, max_steps: int | None = None,
           precision: str = "auto", max_seconds: float | None = None) -> TrainResult:
-    """Train ``cfg`` and return the model, the corpus and the recorded curves.
+    """按 ``cfg`` 训练模型，返回模型、语料和记录下的曲线。
+
+    Train ``cfg`` and return the model, the corpus and the recorded curves.
 
     ``resume``: a checkpoint path; training continues from its step with the same data order
     and random state, so the loss curve carries on as if never stopped. ``max_steps`` stops
@@ -315,7 +339,10 @@ def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus) -> None:
 
 @torch.no_grad()
 def validate(model: Transformer, encoded, pad_id: int, device, amp=None, batch_size: int = 200):
-    """Teacher-forced validation: mean token cross-entropy (no smoothing) and token accuracy."""
+    """教师强制下的验证：平均每个词元的交叉熵和词元准确率。
+
+    Teacher-forced validation: mean token cross-entropy (no smoothing) and token accuracy.
+    """
     model.eval()
     total, correct, loss_sum = 0, 0, 0.0
     for src, tgt in batches(encoded, batch_size, pad_id, shuffle=False):
@@ -419,6 +446,7 @@ def _config(parser, args) -> TrainConfig:
 
 
 def main(argv=None) -> int:
+    """命令行入口：``python -m tf_tutorial.train``。"""
     parser = _parser()
     args = parser.parse_args(argv)
     for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size),

@@ -4,7 +4,7 @@ Usage:  python -m tf_tutorial.translate runs/cpu/checkpoint.pt "I love China."
         python -m tf_tutorial.translate runs/cpu/checkpoint.pt --beam 4 < sentences.txt
 
 In a notebook: ``t = load_translator("runs/cpu/checkpoint.pt"); t("I love China.")``. A typed
-sentence is first made to look like a corpus sentence (:func:`~tf_tutorial.data.normalise`), then decoded with
+sentence is first made to look like a corpus sentence (:func:`~tf_tutorial.corpus.data.normalise`), then decoded with
 :func:`~tf_tutorial.decode.greedy_decode` or :func:`~tf_tutorial.decode.beam_search`.
 Shape legend: B batch, S source length (with EOS), L generated length.
 """
@@ -17,13 +17,16 @@ from pathlib import Path
 
 import torch
 
-from tf_tutorial.data import Vocab, normalise
+from tf_tutorial.corpus.data import Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import CheckpointError, load_checkpoint, pick_device
 
 class Translator:
-    """A trained model with its vocabularies, callable on English strings (see :func:`load_translator`)."""
+    """训练好的模型连同它的两个词表，可以直接拿英文句子来调用。
+
+    A trained model with its vocabularies, callable on English strings (see :func:`load_translator`).
+    """
 
     def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
                  path: str | None = None, batch_size: int = 64):
@@ -40,19 +43,24 @@ class Translator:
                 f"beam_size={self.beam_size}, max_tokens={self.max_tokens}, device='{device}')")
 
     def encode(self, text: str, warn: bool = True) -> list[int]:
-        """Normalise, check the length, and map to source ids ending in EOS; notes unknown words."""
+        """把一句英文规范化、检查长度，再换成以 EOS 结尾的源序列编号。
+
+        Normalise, check the length, and map to source ids ending in EOS; notes unknown words.
+        """
         tokens = normalise(text, self.src_vocab)
         if len(tokens) > self.max_tokens:
             raise ValueError(f"sentence has {len(tokens)} tokens after normalisation; "
                              f"this model accepts at most {self.max_tokens}")
         unknown = [t for t in tokens if t not in self.src_vocab]
         if unknown and warn:
-            print(f"注意：{unknown} 不在词表中，按 <unk> 处理 (unknown words mapped to <unk>): {text!r}",
+            print(f"注意：{unknown} 不在词表中，按 <unk> 处理：{text!r}",
                   file=self.note_file)
         return self.src_vocab.encode(tokens, eos=True)
 
     def decode(self, rows: list[list[int]]) -> list[list[str]]:
-        """Source ids → Chinese tokens. Sentences of equal length share a batch: there is no
+        """把源序列编号解码成中文词元；长度相同的句子放进同一批，所以不需要填充。
+
+        Source ids → Chinese tokens. Sentences of equal length share a batch: there is no
         padding, so a translation does not depend on the sentences sent with it."""
         out: list = [None] * len(rows)
         groups: dict[int, list[int]] = {}
@@ -70,7 +78,10 @@ class Translator:
         return out
 
     def __call__(self, text: str | list[str], tokens: bool = False, warn: bool = True) -> str | list[str]:
-        """Translate one sentence (→ str) or a list of them (→ list); ``tokens=True`` spaces the tokens."""
+        """翻译一句英文（返回字符串）或一组句子（返回列表）。
+
+        Translate one sentence (→ str) or a list of them (→ list); ``tokens=True`` spaces the tokens.
+        """
         single = isinstance(text, str)
         rows = []
         for n, sentence in enumerate([text] if single else list(text), 1):
@@ -83,7 +94,9 @@ class Translator:
 
 
 def load_translator(path, beam_size: int = 1, device: str = "auto") -> Translator:
-    """A :class:`Translator` from a checkpoint of ``python -m tf_tutorial.train`` (or its folder).
+    """从 ``python -m tf_tutorial.train`` 的检查点（或它所在的文件夹）载入翻译器。
+
+    A :class:`Translator` from a checkpoint of ``python -m tf_tutorial.train`` (or its folder).
 
     Raises:
         CheckpointError: a missing, corrupt or non-training checkpoint (a ``ValueError``).
@@ -123,6 +136,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """命令行入口：``python -m tf_tutorial.translate``。"""
     parser = _parser()
     args = parser.parse_intermixed_args(argv)     # options may come after the sentence
     if args.beam < 1:

@@ -1,4 +1,7 @@
-"""Helpers for the chapters themselves, working alike in the HTML build, Jupyter and Colab."""
+"""各章自己用的小工具，在 HTML 构建、Jupyter 和 Colab 里表现一致。
+
+Helpers for the chapters themselves, working alike in the HTML build, Jupyter and Colab.
+"""
 from __future__ import annotations
 
 
@@ -6,7 +9,9 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
 def glue(name: str, value, display: bool = False) -> None:
-    """Store ``value`` under ``name`` so the prose can quote it with {glue:text}`name`.
+    """把 ``value`` 以 ``name`` 存起来，正文用 {glue:text}`name` 引用它。
+
+    Store ``value`` under ``name`` so the prose can quote it with {glue:text}`name`.
 
     In the book build this is ``myst_nb.glue``; where myst-nb is absent (Colab) it does nothing,
     and the cell's own printed output shows the value instead.
@@ -19,13 +24,18 @@ def glue(name: str, value, display: bool = False) -> None:
 
 
 def sci(value: float, digits: int = 1) -> str:
-    """Format a number for prose in scientific notation: ``sci(2.9e8) == '2.9×10⁸'``."""
+    """把数写成正文里用的科学计数法，例如 ``2.9×10⁸``。
+
+    Format a number for prose in scientific notation: ``sci(2.9e8) == '2.9×10⁸'``.
+    """
     mantissa, exponent = f"{value:.{digits}e}".split("e")
     return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
 
 def check(claim: bool, message: str) -> None:
-    """Fail loudly when a chapter's claim no longer holds, so nbval and the book build fail too.
+    """章节里的论断不再成立时立即报错，让 nbval 和书的构建都失败。
+
+    Fail loudly when a chapter's claim no longer holds, so nbval and the book build fail too.
 
     Used where prose states a measured fact ("every value lies below the bound"): if a change
     to the code breaks the fact, the chapter stops building instead of printing a false sentence.

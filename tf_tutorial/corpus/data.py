@@ -1,6 +1,6 @@
 """第 10 章：玩具英译中语料——切分、词表、按长度分桶的批次。
 
-The sentences come from :mod:`tf_tutorial.grammar`; this module turns them into the splits a
+The sentences come from :mod:`tf_tutorial.corpus.grammar`; this module turns them into the splits a
 translation model trains and is judged on, and into padded tensors.
 
 Shape legend: B batch, S source length, T target length (with BOS and EOS).
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial.grammar import Grammar, number_en
+from tf_tutorial.corpus.grammar import Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -21,7 +21,10 @@ MAX_TRAIN_LEN = 40          # English tokens; longer sentences only appear in th
 
 
 class Vocab:
-    """Token ↔ id. Ids 0-3 are PAD, BOS, EOS, UNK; the rest are sorted for reproducibility."""
+    """词表：词元与编号的双向对照。
+
+    Token ↔ id. Ids 0-3 are PAD, BOS, EOS, UNK; the rest are sorted for reproducibility.
+    """
 
     def __init__(self, tokens):
         self.itos = list(SPECIALS) + sorted(set(tokens) - set(SPECIALS))
@@ -35,11 +38,15 @@ class Vocab:
         return token in self.stoi
 
     def encode(self, tokens, bos: bool = False, eos: bool = False) -> list[int]:
+        """把词元换成编号（词表外的词元记作 UNK），可选地在前面加 BOS、在后面加 EOS。"""
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
     def decode(self, ids) -> list[str]:
-        """Ids back to tokens, stopping at EOS and leaving out PAD and BOS."""
+        """把编号换回词元：遇到 EOS 就停，略去 PAD 和 BOS。
+
+        Ids back to tokens, stopping at EOS and leaving out PAD and BOS.
+        """
         out = []
         for i in (ids.tolist() if torch.is_tensor(ids) else ids):
             if i == self.eos_id:
@@ -50,7 +57,10 @@ class Vocab:
 
 
 def tokenize_en(text: str) -> list[str]:
-    """Split a typed English sentence the way the corpus is split: words, "'s", and , . ?"""
+    """按语料的切分方式切开一句手打的英文。
+
+    Split a typed English sentence the way the corpus is split: words, "'s", and , . ?
+    """
     return re.findall(r"'s\b|[,.?]|[^\s,.?']+", text)
 
 
@@ -75,11 +85,13 @@ def _known(word: str, vocab: Vocab) -> str | None:
 
 
 def normalise(text: str, src_vocab: Vocab) -> list[str]:
-    """A typed English sentence → tokens written the way the corpus writes them.
+    """把一句手打的英文改写成语料的写法，再切成词元。
+
+    A typed English sentence → tokens written the way the corpus writes them.
 
     In order: digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
-    :func:`~tf_tutorial.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
+    :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
     the period of a title ("Dr.") is dropped; trailing commas go, and a "." is added unless the
     sentence ends with "." or "?", as every corpus sentence does. Unknown words are kept as typed.
@@ -117,7 +129,9 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
 @dataclass
 class Corpus:
-    """The splits as lists of (English tokens, Chinese tokens), and the two vocabularies.
+    """语料的各个切分（英文词元和中文词元的句对列表）及两个词表。
+
+    The splits as lists of (English tokens, Chinese tokens), and the two vocabularies.
 
     train / valid / test come from one distribution (nesting depth ≤ 2, at most
     ``MAX_TRAIN_LEN`` English tokens). The two generalisation splits each change one thing:
@@ -137,10 +151,14 @@ class Corpus:
     SPLITS = ("train", "valid", "test", "longer", "deeper")
 
     def splits(self) -> dict:
+        """按名字返回全部切分：``{"train": [...], "valid": [...], ...}``。"""
         return {name: getattr(self, name) for name in self.SPLITS}
 
     def summary(self) -> dict:
-        """Per split: the number of pairs and the English and Chinese lengths."""
+        """逐个切分统计句对数，以及英文和中文的句长。
+
+        Per split: the number of pairs and the English and Chinese lengths.
+        """
         out = {}
         for name, split in self.splits().items():
             en, zh = [len(e) for e, _ in split], [len(z) for _, z in split]
@@ -166,7 +184,10 @@ def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int) -> list:
 
 def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
                 n_longer: int = 500, n_deeper: int = 500, seed: int = 0) -> Corpus:
-    """Deterministic from ``seed``; no English sentence is in two splits (see :class:`Corpus`)."""
+    """由种子确定地生成语料；同一个英文句子不会出现在两个切分里。
+
+    Deterministic from ``seed``; no English sentence is in two splits (see :class:`Corpus`).
+    """
     sizes = (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_longer", n_longer),
              ("n_deeper", n_deeper))
     for name, n in sizes:
@@ -191,12 +212,18 @@ def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
 
 
 def encode_pairs(pairs, src_vocab: Vocab, tgt_vocab: Vocab):
-    """(English, Chinese) tokens → (source ids + EOS, BOS + target ids + EOS)."""
+    """把（英文, 中文）词元句对换成编号：源序列末尾加 EOS，目标序列前后加 BOS 和 EOS。
+
+    (English, Chinese) tokens → (source ids + EOS, BOS + target ids + EOS).
+    """
     return [(src_vocab.encode(en, eos=True), tgt_vocab.encode(zh, bos=True, eos=True)) for en, zh in pairs]
 
 
 def pad(seqs, pad_id: int) -> torch.Tensor:
-    """Lists of ids → (B, L) LongTensor, right-padded with ``pad_id``."""
+    """把若干编号列表在右边填充成一个 (B, L) 的 LongTensor。
+
+    Lists of ids → (B, L) LongTensor, right-padded with ``pad_id``.
+    """
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
@@ -205,7 +232,9 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
 
 def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None = None,
                   shuffle: bool = True, seed: int = 0) -> list[list[int]]:
-    """Group sentence indices into batches of similar length (bucketing), so little is padding.
+    """把长度相近的句子分进同一批（分桶），让填充尽量少。
+
+    Group sentence indices into batches of similar length (bucketing), so little is padding.
 
     ``lengths``: one (source length, target length) per sentence. Sentences are sorted by length
     within pools of about 50 batches and cut into batches; the batches are then shuffled.
@@ -251,7 +280,10 @@ def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None =
 
 def batches(encoded, batch_size: int | None = 64, pad_id: int = 0, shuffle: bool = True, seed: int = 0,
             max_tokens: int | None = None):
-    """Padded batches from :func:`batch_indices`. Yields ``(src (B, S), tgt (B, T))``."""
+    """按 :func:`batch_indices` 的分组产生填充好的批次。
+
+    Padded batches from :func:`batch_indices`. Yields ``(src (B, S), tgt (B, T))``.
+    """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
     for chunk in batch_indices(lengths, batch_size, max_tokens, shuffle, seed):
         yield pad([encoded[i][0] for i in chunk], pad_id), pad([encoded[i][1] for i in chunk], pad_id)

@@ -1,4 +1,7 @@
-"""Show the real, tested source of an object in a notebook (the book never pastes a copy)."""
+"""在笔记本里展示对象真实的、经过测试的源码（书里从不粘贴副本）。
+
+Show the real, tested source of an object in a notebook (the book never pastes a copy).
+"""
 from __future__ import annotations
 
 import inspect
@@ -8,7 +11,9 @@ _SHOWABLE = "a class, function, method or module written in Python"
 
 
 def source_of(obj) -> str:
-    """Return the dedented Python source of ``obj``.
+    """返回 ``obj`` 去掉公共缩进后的 Python 源码。
+
+    Return the dedented Python source of ``obj``.
 
     Raises:
         TypeError: ``obj`` is not a class, function, method or module (e.g. ``3``), or it is
@@ -36,7 +41,9 @@ def source_of(obj) -> str:
 
 
 def show(*objs):
-    """Display the source of one or more objects as highlighted Python (Jupyter, Colab, the book).
+    """把一个或几个对象的源码显示为高亮的 Python 代码（Jupyter、Colab 和本书里都可用）。
+
+    Display the source of one or more objects as highlighted Python (Jupyter, Colab, the book).
 
     Args:
         *objs: classes, functions, methods or modules of this package (or any Python code);

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from tf_tutorial import lexicon
+from tf_tutorial.corpus import lexicon
 
 DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
 ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
@@ -21,7 +21,10 @@ TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
 def number_en(n: int) -> list[str]:
-    """1 ≤ n < 10⁹ in English words, grouped by thousands: 305000 → three hundred and five thousand."""
+    """把 1 到 10⁹ − 1 之间的整数写成英文数词，按千分组。
+
+    1 ≤ n < 10⁹ in English words, grouped by thousands: 305000 → three hundred and five thousand.
+    """
     if not 1 <= n < 10**9:
         raise ValueError(f"n must be in [1, 10^9), but got {n}")
 
@@ -78,6 +81,7 @@ def number_zh(n: int) -> list[str]:
 
 @dataclass(frozen=True)
 class Noun:
+    """词典里的一个名词：英文单复数、中文、量词和语义类别。"""
     en: str
     en_plural: str
     zh: tuple
@@ -87,6 +91,7 @@ class Noun:
 
 @dataclass(frozen=True)
 class Verb:
+    """词典里的一个动词：英文原形和过去式、中文，以及它能带的主语和宾语类别。"""
     base: str
     past: str
     zh: str
@@ -96,10 +101,12 @@ class Verb:
 
     @property
     def third(self) -> str:
+        """第三人称单数形式（loves、watches）。"""
         return _third_person(self.base)
 
     @property
     def ing(self) -> str:
+        """现在分词形式（loving、running）。"""
         b = self.base
         if b in ("run", "swim", "forget", "shop"):
             return b + b[-1] + "ing"
@@ -162,7 +169,10 @@ LIVE = Verb("live", "lived", "住", "P", "", stative=False)
 
 @dataclass
 class Phrase:
-    """A rendered piece of a sentence: its English and Chinese tokens and what agreement needs."""
+    """句子里渲染好的一段：英文词元、中文词元，以及主谓一致需要的信息。
+
+    A rendered piece of a sentence: its English and Chinese tokens and what agreement needs.
+    """
 
     en: list
     zh: list
@@ -182,7 +192,10 @@ def _article(word: str) -> str:
 # --- rendering: a choice of words → English and Chinese, no randomness -----------------------
 
 def find(table, en: str):
-    """The lexicon entry whose English is ``en`` (tests and the chapter build sentences by hand)."""
+    """在词典的一张表里找出英文为 ``en`` 的条目。
+
+    The lexicon entry whose English is ``en`` (tests and the chapter build sentences by hand).
+    """
     for entry in table:
         key = entry.en if isinstance(entry, Noun) else entry.base if isinstance(entry, Verb) else entry[0]
         if key == en or (isinstance(key, list) and " ".join(key) == en):
@@ -245,6 +258,7 @@ def render_clause(subj: Phrase, verb: Verb, obj: Phrase, tense: str = "present",
 
 
 def pronoun(key: str, role: str = "subj") -> Phrase:
+    """人称代词的短语：按 ``role`` 取主格或宾格。"""
     subj, obj, _, zh, third = PRONOUNS[key]
     return Phrase([subj if role == "subj" else obj], [zh], plural=key in ("we", "they", "you"),
                   third=third, cls="P")
@@ -278,7 +292,9 @@ def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = Fals
 
 @dataclass
 class Grammar:
-    """Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds the nesting.
+    """句对生成器：``rng`` 决定随机性，``max_depth`` 限制嵌套深度。
+
+    Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds the nesting.
 
     ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``. ``deep=True`` makes
     nesting likely (for the deeper split); ``question_p`` and ``coord_p`` set how often a
@@ -294,6 +310,7 @@ class Grammar:
 
     # --- noun phrases --------------------------------------------------------------------
     def name(self) -> Phrase:
+        """随机的人名：一个名字，或“称谓 + 姓”（中文里是“姓 + 称谓”）。"""
         if self.rng.random() < 0.5:
             en, zh = self.rng.choice(GIVEN)
             return Phrase([en], [zh], cls="P")
@@ -301,14 +318,19 @@ class Grammar:
         return Phrase([ten, sen], [szh, tzh], cls="P")
 
     def pronoun(self, role: str) -> Phrase:
+        """随机的人称代词，按 ``role`` 取主格或宾格。"""
         return pronoun(self.rng.choice(list(PRONOUNS)), role)
 
     def city(self) -> Phrase:
+        """随机的城市或国家名。"""
         en, zh = self.rng.choice(PLACES)
         return Phrase([en], [zh], cls="C")
 
     def argument(self, classes: str, role: str, depth: int, rel: bool = True) -> Phrase:
-        """Anything that can fill a subject or object slot of a verb taking ``classes``."""
+        """能充当主语或宾语的随机成分：城市、代词、人名或名词短语。
+
+        Anything that can fill a subject or object slot of a verb taking ``classes``.
+        """
         r = self.rng.random()
         if "C" in classes and (r < 0.3 or classes == "C"):
             return self.city()
@@ -317,7 +339,10 @@ class Grammar:
         return self.noun_phrase(classes.replace("C", ""), depth, rel)
 
     def quantity(self) -> int:
-        """Small counts often; otherwise 1 to 9 digits, often round (305000)."""
+        """随机的数量：多半是小数目，否则是 1 到 9 位数，常常是整数（如 305000）。
+
+        Small counts often; otherwise 1 to 9 digits, often round (305000).
+        """
         rng = self.rng
         if rng.random() < 0.4:
             return rng.randint(1, 20)
@@ -330,6 +355,7 @@ class Grammar:
 
     def noun_phrase(self, classes: str, depth: int, rel: bool = True,
                     dets: tuple = ("the", "a", "num", "this", "poss")) -> Phrase:
+        """随机的名词短语：限定词、可选的形容词和话题，可能带一个关系从句。"""
         rng = self.rng
         noun = rng.choice(NOUNS_BY_CLASS[rng.choice(classes)])
         weights = {"the": 5, "a": 3, "num": 2, "this": 1, "poss": 2}
@@ -375,7 +401,10 @@ class Grammar:
         return Phrase([who] + subj.en + en_v + place.en + time.en, zh, depth=subj.depth)
 
     def adjuncts(self, tense: str, allowed: bool, subj_cls: str):
-        """Optional time and place phrases: English puts them last, Chinese before the verb."""
+        """可选的时间和地点状语：英文放在句末，中文放在动词前。
+
+        Optional time and place phrases: English puts them last, Chinese before the verb.
+        """
         rng, none = self.rng, Phrase([], [])
         if not allowed or tense == "progressive":
             return none, none
@@ -390,6 +419,7 @@ class Grammar:
             place = place_phrase(where)
         return time, place
     def subject(self, classes: str, depth: int) -> Phrase:
+        """随机的主语（见 :meth:`argument`）。"""
         return self.argument(classes, "subj", depth)
 
     def transitive(self, depth: int, tense: str | None = None, neg: bool | None = None) -> Phrase:
@@ -408,6 +438,7 @@ class Grammar:
         return render_clause(subj, verb, obj, tense, neg, time, place)
 
     def intransitive(self, depth: int) -> Phrase:
+        """不及物动词的小句，带可选的时间和地点状语。"""
         rng = self.rng
         verb = rng.choice(INTRANSITIVE + [LIVE] * 4)
         tense = rng.choices(["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
@@ -514,11 +545,15 @@ class Grammar:
 
     # --- sentences -----------------------------------------------------------------------
     def clause(self, depth: int) -> Phrase:
+        """按权重随机选一种句型，生成一个小句。"""
         frames = [self.transitive, self.intransitive, self.give, self.describe, self.there_is, self.want]
         return self.rng.choices(frames, [10, 3, 1, 2, 1, 1])[0](depth)
 
     def sentence(self):
-        """One sentence pair: ``(english_tokens, chinese_tokens, depth)``."""
+        """生成一个句对：``(英文词元, 中文词元, 嵌套深度)``。
+
+        One sentence pair: ``(english_tokens, chinese_tokens, depth)``.
+        """
         rng, depth = self.rng, self.max_depth
         r = rng.random()
         if r < self.question_p:

@@ -1,0 +1,78 @@
+"""书里的测量记录：读写 ``book/records/`` 下提交的 JSON（GPU 运行、配置校准、基准测试）。
+
+Figures that depend on hardware come from committed records, never from a timing taken while
+the book builds (DESIGN.md, "Records"). A chapter runs in ``book/``, so its records are in
+``records/``; scripts and tests run from the repository root, where they are in ``book/records/``.
+A record is never a dry run (``scripts.gpu_run --dry-run``) or a quick run
+(``python -m benchmarks --quick``): writing one is refused, and so is reading one.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+
+def records_folder() -> Path:
+    """记录所在的文件夹：在 ``book/`` 里运行（各章）时是 ``records/``，否则是 ``book/records/``。"""
+    for folder in (Path("records"), Path("book") / "records"):
+        if folder.is_dir():
+            return folder
+    return Path("records")
+
+
+def _not_a_measurement(record: dict) -> str | None:
+    if record.get("dry_run"):
+        return "comes from a dry run (scripts.gpu_run --dry-run): it is not a measurement"
+    if record.get("quick"):
+        return "comes from a quick run (python -m benchmarks --quick): it is not a measurement"
+    return None
+
+
+def load_record(name: str, folder=None) -> dict | None:
+    """读出记录 ``name``（例如 ``"gpu.json"``）；还没有测量、文件不存在时返回 ``None``。
+
+    Raises:
+        ValueError: the file exists but is not a JSON object, or is a dry or quick run.
+    """
+    path = Path(folder) / name if folder is not None else records_folder() / name
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise ValueError(f"record {path} is not valid JSON: {e}") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"record {path} should hold a JSON object, but holds {type(record).__name__}")
+    problem = _not_a_measurement(record)
+    if problem:
+        raise ValueError(f"record {path} {problem}")
+    return record
+
+
+def save_record(name: str, record: dict, folder=None) -> Path:
+    """把一份记录写成 ``folder/name``（默认是 :func:`records_folder`），返回路径。
+
+    Raises:
+        ValueError: ``record`` is a dry or quick run (it would not load back).
+    """
+    problem = _not_a_measurement(record)
+    if problem:
+        raise ValueError(f"refusing to write record {name}: it {problem}")
+    out = Path(folder) if folder is not None else records_folder()
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / name
+    path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    return path
+
+
+def load_benchmarks(folder=None) -> dict[str, dict]:
+    """所有提交的基准测试记录：每个 ``bench-*.json``，以及 ``gpu.json`` 里的 ``benchmarks``。
+
+    Returns ``{file name: result of run_all}``, sorted by name; empty when none was taken.
+    """
+    out = Path(folder) if folder is not None else records_folder()
+    found = {p.name: load_record(p.name, out) for p in sorted(out.glob("bench-*.json"))}
+    gpu = load_record("gpu.json", out)
+    if gpu is not None and "benchmarks" in gpu:
+        found["gpu.json"] = gpu["benchmarks"]
+    return found

@@ -1,0 +1,124 @@
+"""计时的基本工具：预热、重复、轮流计时取中位数，并写明是在哪台机器上测的。
+
+Everything that times something in this project goes through here: the chapters' live
+demonstrations, :mod:`tf_tutorial.timing.compare` (``python -m benchmarks``) and
+``scripts/gpu_run.py``. CUDA work is synchronised before every clock read, so a GPU timing is
+the work itself, not its launch.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import re
+import statistics
+import time
+from typing import Callable, TypeVar
+
+import torch
+
+R = TypeVar("R")
+
+
+def _sync() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], R]) -> tuple[R, float]:
+    """运行一次 ``fn()``，返回它的结果和所用的秒数（一次性的长任务用它，例如一整次训练）。"""
+    _sync()
+    start = time.perf_counter()
+    out = fn()
+    _sync()
+    return out, time.perf_counter() - start
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
+                        warmup: int = 2) -> dict[str, float]:
+    """几个函数轮流计时（A、B、A、B……），各取中位数秒数。
+
+    Timed in turns rather than one after the other, so that a drift in the machine's speed
+    (clock, caches, other load) hits all of them alike. Each function first runs ``warmup``
+    times untimed.
+    """
+    if repeat < 1 or warmup < 0:
+        raise ValueError(f"expected repeat >= 1 and warmup >= 0, but got repeat={repeat}, "
+                         f"warmup={warmup}")
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            times[name].append(timed(fn)[1])
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
+    """``fn()`` 的中位数秒数：先不计时地运行 ``warmup`` 次，再计时 ``repeat`` 次。"""
+    return interleaved_medians({"fn": fn}, repeat=repeat, warmup=warmup)["fn"]
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            return next(line.split(":", 1)[1].strip() for line in f
+                        if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
+def _slug(text: str) -> str:
+    text = re.sub(r"\((r|tm)\)|cpu|@.*$", " ", text.lower())
+    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+
+
+def describe_machine(device: str | torch.device | None = None) -> dict:
+    """测量所在的机器：名称、一行标签、文件名用的简称、torch 和 Python 版本、线程数、日期。
+
+    ``device``: the device the measurement runs on (default: CUDA when available). A GPU adds
+    its memory, CUDA version and compute capability. ``slug`` names the machine in a record's
+    file name: ``cpu-<model>-<n>core`` or ``gpu-<name>``.
+    """
+    dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    info = {"device": dev.type, "torch": torch.__version__,
+            "python": platform.python_version(), "threads": torch.get_num_threads(),
+            "cpus": os.cpu_count(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+    if dev.type == "cuda":
+        p = torch.cuda.get_device_properties(dev)
+        info.update(name=p.name, memory_gb=round(p.total_memory / 2**30, 1),
+                    cuda=torch.version.cuda, capability=f"{p.major}.{p.minor}",
+                    slug=f"gpu-{_slug(p.name)}",
+                    label=f"GPU {p.name}，torch {torch.__version__}")
+    else:
+        name = _cpu_name()
+        info.update(name=name, slug=f"cpu-{_slug(name)}-{os.cpu_count()}core",
+                    label=(f"CPU {name}，{os.cpu_count()} 核，torch {torch.__version__}，"
+                           f"{torch.get_num_threads()} 线程"))
+    return info
+
+
+def machine_label(device: str | torch.device | None = None) -> str:
+    """一行文字写明测量所在的硬件和 torch 版本，用在图注和表格里。"""
+    return describe_machine(device)["label"]
+
+
+def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
+    """``fn()`` 的输出在反向传播前由 autograd 保存的张量占多少字节。
+
+    This is the memory a training step holds between forward and backward, the part that grows
+    with batch and length. Storage shared by several saved tensors is counted once.
+    """
+    storages: dict[int, int] = {}
+
+    def pack(t: torch.Tensor):
+        s = t.untyped_storage()
+        storages[s.data_ptr()] = s.nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    del out
+    return sum(storages.values())
