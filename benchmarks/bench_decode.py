@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from tf_tutorial.bench import compare_decoding, machine_label
+from tf_tutorial.timing.clock import machine_label
+from tf_tutorial.timing.compare import compare_decoding
 
 
 def main(argv=None) -> dict:

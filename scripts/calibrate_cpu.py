@@ -19,8 +19,8 @@ from pathlib import Path
 
 import torch
 
-from tf_tutorial.bench import machine_label
-from tf_tutorial.data import make_corpus
+from tf_tutorial.timing.clock import machine_label
+from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.train import CONFIGS, train
 

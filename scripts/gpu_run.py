@@ -6,25 +6,26 @@
 Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
-speed-up, and two checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses) and ``torch.compile``. Commit the file as book/records/gpu.json; chapter 10 renders it.
-A dry run on a CPU trains the ``tiny`` configuration in bf16 and is never a record.
+speed-up, two checks of the other GPU code paths: fp16 with the loss scaler (what a T4
+uses) and ``torch.compile``, and every benchmark of ``python -m benchmarks`` on the GPU (its
+rows join the CPU record on appendix A). Commit the file as book/records/gpu.json; chapter 10
+and appendix A render it. Timing and the machine's description come from
+``tf_tutorial.timing``. A dry run on a CPU trains the ``tiny`` configuration in bf16, runs the
+quick benchmarks, and is never a record.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import json
 import math
-import platform
-import time
 from pathlib import Path
 
 import torch
 
-from tf_tutorial.bench import compare_decoding, machine_label
-from tf_tutorial.data import make_corpus
+from tf_tutorial.timing.clock import describe_machine, timed
+from tf_tutorial.timing.compare import compare_decoding, run_all
+from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
@@ -33,18 +34,6 @@ from tf_tutorial.train import CONFIGS, autocast_dtype, train
 SENTENCES = ["I love China .", "the dog bites the man .", "the man bites the dog .",
              "I borrowed a book about quantum physics at the library yesterday .",
              "the library bought three hundred and five thousand books last year ."]
-
-
-def machine(device: torch.device) -> dict:
-    info = {"torch": torch.__version__, "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
-    if device.type == "cuda":
-        p = torch.cuda.get_device_properties(device)
-        info.update(name=p.name, memory_gb=round(p.total_memory / 2**30, 1), cuda=torch.version.cuda,
-                    capability=f"{p.major}.{p.minor}")
-    else:
-        info.update(name=machine_label())
-    return info
 
 
 def curves(history: dict, points: int = 400) -> dict:
@@ -59,12 +48,12 @@ def scores(model, corpus, beam_sizes=(1, 4)) -> dict:
     for split in ("test", "longer", "deeper"):
         pairs = getattr(corpus, split)
         for beam in beam_sizes:
-            t = time.perf_counter()
-            ev = evaluate(model, pairs, corpus.src_vocab, corpus.tgt_vocab, beam_size=beam)
+            ev, seconds = timed(lambda: evaluate(model, pairs, corpus.src_vocab, corpus.tgt_vocab,
+                                                 beam_size=beam))
             wrong = [(" ".join(en), r, h) for (en, _), r, h in zip(pairs, ev["refs"], ev["hyps"]) if r != h]
             out[f"{split}_{'greedy' if beam == 1 else f'beam{beam}'}"] = {
                 "n": len(pairs), "exact_match": ev["exact_match"], "bleu": ev["bleu"],
-                "seconds": time.perf_counter() - t, "by_phenomenon": ev["by_phenomenon"], "errors": wrong[:12]}
+                "seconds": seconds, "by_phenomenon": ev["by_phenomenon"], "errors": wrong[:12]}
             print(split, beam, f"{ev['exact_match']:.4f}", f"{ev['bleu']:.2f}", flush=True)
     return out
 
@@ -112,7 +101,7 @@ def main(argv=None) -> dict:
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / ("gpu.json" if not args.dry_run else "gpu-dry-run.json")
     record = {"what": "chapter 10, the gpu configuration trained once with a time budget",
-              "dry_run": args.dry_run, "machine": machine(dev),
+              "dry_run": args.dry_run, "machine": describe_machine(dev),
               "precision": str(autocast_dtype(dev, precision)).replace("torch.", "")}
 
     def save(stage: str) -> None:
@@ -123,12 +112,12 @@ def main(argv=None) -> dict:
     # 1. the chapter's run
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    t = time.perf_counter()
-    r = train(cfg, corpus=corpus, device=device, precision=precision, max_seconds=args.seconds, progress=False)
+    r, wall = timed(lambda: train(cfg, corpus=corpus, device=device, precision=precision,
+                                  max_seconds=args.seconds, progress=False))
     h = r.history
     record["run"] = {"config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
                      "steps": h["step"][-1], "train_seconds": h["seconds"],
-                     "wall_seconds_with_data": time.perf_counter() - t, "tokens": h["tokens"],
+                     "wall_seconds_with_data": wall, "tokens": h["tokens"],
                      "tokens_per_s": h["tokens"] / h["seconds"], "steps_per_s": h["step"][-1] / h["seconds"],
                      "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
                      "curves": curves(h)}
@@ -151,6 +140,9 @@ def main(argv=None) -> dict:
     record["compile_check"] = compile_check(small_cfg, device, small, min(args.compile_steps, small_cfg.steps),
                                             backend="aot_eager" if args.dry_run else "inductor")
     save("compile")
+    # 5. every benchmark of python -m benchmarks on this device (appendix A's GPU rows)
+    record["benchmarks"] = run_all(quick=args.dry_run, device=device, repeat=1 if args.dry_run else None)
+    save("benchmarks")
     print(json.dumps({k: v for k, v in record.items() if k not in ("run", "scores")}, ensure_ascii=False)[:3000])
     return record
 

@@ -1,4 +1,5 @@
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -25,7 +26,77 @@ def build_book(source: Path, out: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
-    """The whole book built once per test session: (completed process, html folder)."""
+    """The whole book built once per test session: (completed process, html folder).
+
+    ``TF_BOOK_BUILT=DIR`` reuses a book already built with ``--path-output DIR`` (its log, if
+    any, read from ``DIR/build.log``) instead of building it again: for checking the slow
+    tests against a build you just made. CI never sets it.
+    """
+    prebuilt = os.environ.get("TF_BOOK_BUILT")
+    if prebuilt:
+        out = Path(prebuilt)
+        log = out / "build.log"
+        stdout = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+        return subprocess.CompletedProcess(["prebuilt", str(out)], 0, stdout, ""), out / "_build" / "html"
     out = tmp_path_factory.mktemp("book")
     result = build_book(ROOT, out)
     return result, out / "_build" / "html"
+
+
+# --- the prose of a MyST page (for the vocabulary and search checks) -----------------------
+
+# fenced blocks whose content is prose (admonitions, dropdowns, figures' captions ...)
+_CODE_FENCES = {"code-cell", "code-block", "code", "sourcecode", "math", "literalinclude",
+                "bibliography", "glue:figure", "raw", "mermaid", "csv-table"}
+_FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*(\{([^}]*)\})?\s*(\S*)")
+_INLINE_CODE = re.compile(r"(\{[^}]+\})?(`+)(.+?)\2")
+_INLINE_MATH = re.compile(r"(?<!\\)\$[^$\n]+?\$")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def prose_lines(text: str) -> list[tuple[int, str]]:
+    """``(line number, text)`` for the prose of a MyST Markdown page.
+
+    Left out: the YAML front matter, code cells and other code or math blocks, ``$$`` blocks,
+    inline code and roles (`` `x` ``, ``{cite:p}`key` ``), inline math and link targets.
+    Admonitions and other directives whose body is prose are kept.
+    """
+    lines = text.splitlines()
+    out, skip_until, open_fences, in_math = [], None, [], False
+    start = 0
+    if lines and lines[0].strip() == "---":
+        end = next((i for i in range(1, len(lines)) if lines[i].strip() == "---"), 0)
+        start = end + 1
+    for n in range(start, len(lines)):
+        line = lines[n]
+        m = _FENCE.match(line)
+        if skip_until is not None:
+            if m and m.group(1)[0] == skip_until[0] and len(m.group(1)) >= len(skip_until) \
+                    and not m.group(2) and not m.group(4):
+                skip_until = None
+            continue
+        stripped = line.strip()
+        if in_math:                          # inside a $$ ... $$ block
+            in_math = "$$" not in stripped
+            continue
+        if stripped.startswith("$$"):        # "$$", "$$\\begin{aligned}" or "$$ x $$ (label)"
+            in_math = stripped.count("$$") == 1
+            continue
+        if m:
+            fence, directive, lang = m.group(1), m.group(3), m.group(4)
+            if directive is None and not lang and open_fences and open_fences[-1][0] == fence[0] \
+                    and len(fence) >= len(open_fences[-1]):
+                open_fences.pop()            # the end of a prose directive
+                continue
+            if directive is None or directive.strip() in _CODE_FENCES:
+                skip_until = fence           # code (```python, ```{code-cell} ...) or math
+                continue
+            open_fences.append(fence)        # ```{note}: its body is prose
+            continue
+        if line.lstrip().startswith(":") and re.match(r"^\s*:[\w-]+:", line):
+            continue                         # a directive option such as :tags: [...]
+        clean = _INLINE_CODE.sub(" ", line)
+        clean = _INLINE_MATH.sub(" ", clean)
+        clean = _LINK_TARGET.sub("]", clean)
+        out.append((n + 1, clean))
+    return out

@@ -5,18 +5,18 @@ import torch.nn.functional as F
 from tf_tutorial.attention import (causal_mask, fused_attention, padding_mask,
                                    scaled_dot_product_attention)
 
-B, H, Lq, Lk, Dk, Dv = 2, 3, 5, 7, 4, 6
+B, H, T, S, d_k, d_v = 2, 3, 5, 7, 4, 6
 
 
 def qkv(dtype=torch.float64, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randn(B, H, Lq, Dk, generator=g, dtype=dtype),
-            torch.randn(B, H, Lk, Dk, generator=g, dtype=dtype),
-            torch.randn(B, H, Lk, Dv, generator=g, dtype=dtype))
+    return (torch.randn(B, H, T, d_k, generator=g, dtype=dtype),
+            torch.randn(B, H, S, d_k, generator=g, dtype=dtype),
+            torch.randn(B, H, S, d_v, generator=g, dtype=dtype))
 
 
 def random_mask(seed=1):
-    m = torch.rand(B, 1, Lq, Lk, generator=torch.Generator().manual_seed(seed)) > 0.4
+    m = torch.rand(B, 1, T, S, generator=torch.Generator().manual_seed(seed)) > 0.4
     m[..., 0] = True  # every row keeps at least one key, as PyTorch needs for a NaN-free reference
     return m
 
@@ -28,16 +28,16 @@ def test_equals_torch_sdpa_in_float64(use_mask):
     out, weights = scaled_dot_product_attention(q, k, v, mask)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask))
     torch.testing.assert_close(fused_attention(q, k, v, mask), out)
-    assert weights.shape == (B, H, Lq, Lk)
-    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, Lq, dtype=torch.float64))
+    assert weights.shape == (B, H, T, S)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(B, H, T, dtype=torch.float64))
     if use_mask:
         assert (weights[~mask.expand_as(weights)] == 0).all()  # masked weights are exactly 0
 
 
 def test_causal_mask_equals_is_causal():
     q, k, v = qkv()
-    k, v = k[..., :Lq, :], v[..., :Lq, :]
-    out, _ = scaled_dot_product_attention(q, k, v, causal_mask(Lq))
+    k, v = k[..., :T, :], v[..., :T, :]
+    out, _ = scaled_dot_product_attention(q, k, v, causal_mask(T))
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, is_causal=True))
     assert causal_mask(3).tolist() == [[True, False, False], [True, True, False], [True, True, True]]
 
@@ -99,9 +99,9 @@ def test_scores_scale_by_sqrt_dk():
 
 @pytest.mark.parametrize("make, pattern", [
     (lambda q, k, v: (q[..., :3], k, v, None), r"same last dimension d_k.*q \(2, 3, 5, 3\)"),
-    (lambda q, k, v: (q, k, v[..., :4, :], None), r"same length Lk.*v \(2, 3, 4, 6\)"),
-    (lambda q, k, v: (q, k, v, torch.ones(Lq, Lk)), r"mask must be boolean.*torch.float32"),
-    (lambda q, k, v: (q, k, v, torch.ones(Lk, Lq, dtype=torch.bool)),
+    (lambda q, k, v: (q, k, v[..., :4, :], None), r"same length S.*v \(2, 3, 4, 6\)"),
+    (lambda q, k, v: (q, k, v, torch.ones(T, S)), r"mask must be boolean.*torch.float32"),
+    (lambda q, k, v: (q, k, v, torch.ones(S, T, dtype=torch.bool)),
      r"mask of shape \(7, 5\) does not broadcast to the scores' shape \(2, 3, 5, 7\)"),
 ])
 def test_bad_input(make, pattern):

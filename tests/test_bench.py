@@ -1,8 +1,11 @@
+"""tf_tutorial.timing.clock: the timers, and the description of the machine every record carries."""
 import time
 
 import pytest
+import torch
 
-from tf_tutorial.bench import machine_label, median_time
+from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, machine_label,
+                                      median_time, timed)
 
 
 def test_median_time_measures_the_call():
@@ -22,6 +25,29 @@ def test_median_time_bad_arguments():
         median_time(lambda: None, repeat=0)
 
 
+def test_interleaved_medians_run_in_turns():
+    order = []
+    times = interleaved_medians({"a": lambda: order.append("a"), "b": lambda: order.append("b")},
+                                repeat=3, warmup=1)
+    assert order == ["a", "b"] + ["a", "b"] * 3                 # warm-up of each, then turns
+    assert set(times) == {"a", "b"} and all(t >= 0 for t in times.values())
+
+
+def test_timed_returns_the_result_and_the_seconds():
+    out, seconds = timed(lambda: time.sleep(0.01) or 42)
+    assert out == 42 and 0.009 < seconds < 1.0
+
+
+def test_describe_machine_names_the_hardware_torch_and_date():
+    m = describe_machine("cpu")
+    assert m["device"] == "cpu" and m["torch"] == torch.__version__
+    assert m["threads"] == torch.get_num_threads() and m["cpus"] >= 1
+    assert m["slug"].startswith("cpu-") and m["slug"].endswith(f"-{m['cpus']}core")
+    assert m["slug"] == m["slug"].lower() and " " not in m["slug"]
+    assert m["date"][:2] == "20" and m["label"].startswith("CPU") and "torch" in m["label"]
+
+
 def test_machine_label_names_the_hardware_and_torch():
     label = machine_label()
     assert label.startswith(("CPU", "GPU")) and "torch" in label
+    assert machine_label("cpu") == describe_machine("cpu")["label"]

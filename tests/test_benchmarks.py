@@ -1,11 +1,27 @@
-"""The benchmark scripts run and report; their timings are printed, never asserted."""
+"""The benchmarks run and report; their timings are printed and recorded, never asserted.
+
+What is asserted is what they measure: the compared implementations compute the same thing,
+and a record holds what appendix A reads (machine, date, method, medians and ratios).
+"""
+import json
 import runpy
+import subprocess
 import sys
 
+import pytest
 import torch
 
 from conftest import ROOT
-from tf_tutorial.bench import saved_activation_bytes
+from tf_tutorial.book.records import load_benchmarks, load_record
+from tf_tutorial.timing.clock import saved_activation_bytes
+from tf_tutorial.timing.compare import (PackedQKVAttention, TorchCoreTransformer, compare_training_step,
+                                        pack_self_attention, ratio_table, run_all, write_record, zh)
+
+
+@pytest.fixture(scope="module")
+def quick():
+    """One quick run of every comparison (a few seconds)."""
+    return run_all(quick=True, repeat=1)
 
 
 def test_saved_activation_bytes_counts_what_autograd_keeps():
@@ -21,9 +37,9 @@ def test_bench_attention_runs_and_prints_ratios(capsys, monkeypatch):
                                       "--d-model", "12", "--heads", "3", "--repeat", "1"])
     runpy.run_path(str(ROOT / "benchmarks" / "bench_attention.py"), run_name="__main__")
     out = capsys.readouterr().out
-    for row in ("nn.MultiheadAttention", "ours, fused path", "ours, reference path"):
+    for row in ("nn.MultiheadAttention", "本书实现（融合路径）", "本书实现（参考路径）"):
         assert row in out
-    assert "× torch" in out
+    assert "相对 PyTorch" in out
 
 
 def test_bench_decode_runs_and_cached_equals_recomputed(capsys, monkeypatch):
@@ -35,27 +51,115 @@ def test_bench_decode_runs_and_cached_equals_recomputed(capsys, monkeypatch):
     assert "same tokens with and without the cache: True" in out
 
 
+def test_quick_run_has_every_comparison_and_what_it_measures_agrees(quick):
+    kinds = {row["benchmark"] for row in quick["rows"]}
+    assert {"attention fwd+bwd", "training step (float32)", "decode greedy", "decode beam 2"} <= kinds
+    assert all(row["same_tokens"] for row in quick["rows"] if row["benchmark"].startswith("decode"))
+    assert all(row["loss_gap"] < 1e-4 for row in quick["rows"] if row["benchmark"].startswith("training"))
+    attn = [row for row in quick["rows"] if row["benchmark"] == "attention fwd+bwd"]
+    assert {row["size"] for row in attn} == {"L=32", "L=64", "L=128"}
+    assert {row["impl"] for row in attn} == {"nn.MultiheadAttention", "ours, fused path",
+                                             "ours, packed QKV", "ours, reference path"}
+    steps = {row["impl"] for row in quick["rows"] if row["benchmark"] == "training step (float32)"}
+    assert steps == {"nn.Transformer", "ours", "ours, packed QKV"}
+    assert {row["size"] for row in quick["rows"] if row["benchmark"] == "decode greedy"} == {"8 tokens",
+                                                                                          "16 tokens"}
+
+
+def test_a_result_names_machine_date_method_and_medians(quick):
+    m = quick["machine"]
+    assert m["label"].startswith(("CPU", "GPU")) and m["torch"] == torch.__version__
+    assert m["slug"].startswith(("cpu-", "gpu-")) and m["date"][:2] == "20"
+    assert "interleaved" in quick["method"]["timing"] and quick["method"]["repeat"] == 1
+    assert quick["method"]["attention"]["lengths"] == [32, 64, 128]
+    assert quick["wall_seconds"] > 0 and set(quick["load_average_1min"]) == {"before", "after"}
+    for row in quick["rows"]:
+        assert row["seconds"] > 0 and row["ratio"] > 0
+
+
+def test_a_quick_run_is_never_a_record(quick, tmp_path):
+    with pytest.raises(ValueError, match="quick run .* is not a record"):
+        write_record(quick, tmp_path)
+    assert not list(tmp_path.iterdir())
+    (tmp_path / "bench-x.json").write_text(json.dumps(quick))           # written by hand: still refused
+    with pytest.raises(ValueError, match="comes from a quick run"):
+        load_record("bench-x.json", tmp_path)
+    r = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--record"],
+                       capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 2 and "a quick run is not a record" in r.stderr
+
+
+def test_a_full_result_round_trips_through_load_record(quick, tmp_path):
+    full = {**quick, "quick": False}                                    # the shape of a full run
+    path = write_record(full, tmp_path)
+    assert path.name == f"bench-{quick['machine']['slug']}.json"
+    assert load_record(path.name, tmp_path) == json.loads(json.dumps(full))
+    assert load_benchmarks(tmp_path) == {path.name: load_record(path.name, tmp_path)}
+    (tmp_path / "gpu.json").write_text(json.dumps({"run": {}, "benchmarks": full}))
+    assert list(load_benchmarks(tmp_path)) == [path.name, "gpu.json"]
+
+
+def test_committed_benchmark_records_are_full_runs_with_every_field():
+    records = load_benchmarks(ROOT / "book" / "records")
+    assert any(r["machine"]["device"] == "cpu" for r in records.values()), "no CPU record committed"
+    for name, r in records.items():
+        assert r["quick"] is False and r["method"]["attention"]["lengths"] == [64, 256, 1024], name
+        assert {"label", "torch", "date", "threads"} <= set(r["machine"]), name
+        assert all(row["same_tokens"] for row in r["rows"] if row["benchmark"].startswith("decode")), name
+
+
 def test_python_m_benchmarks_quick_writes_json_and_markdown(tmp_path):
-    import json
-    import subprocess
     r = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--repeat", "1", "--out", str(tmp_path)],
                        capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     result = json.loads((tmp_path / "benchmarks.json").read_text(encoding="utf-8"))
-    kinds = {row["benchmark"] for row in result["rows"]}
-    assert {"attention fwd+bwd", "training step (float32)", "decode greedy", "decode beam 2"} <= kinds
-    assert all(row["same_tokens"] for row in result["rows"] if row["benchmark"].startswith("decode"))
-    assert all(row["loss_gap"] < 1e-4 for row in result["rows"] if row["benchmark"].startswith("training"))
-    attn = [row for row in result["rows"] if row["benchmark"] == "attention fwd+bwd"]
-    assert {row["size"] for row in attn} == {"L=32", "L=64", "L=128"}
+    assert result["quick"] is True and result["rows"]
     md = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
-    assert "| attention fwd+bwd | L=128 | ours, reference path |" in md and md.startswith("机器：")
+    assert "| 注意力（前向 + 反向） | L=128 | 本书实现（参考路径） |" in md and md.startswith("机器：")
+
+
+def test_labels_are_chinese_and_identifiers_stay():
+    assert zh("ours, fused path") == "本书实现（融合路径）"
+    assert zh("nn.MultiheadAttention") == "nn.MultiheadAttention"
+    assert zh("training step (bf16 autocast)") == "训练步（bf16 自动混合精度）"
+    assert zh("decode beam 4") == "束搜索解码（k = 4）" and zh("64 tokens") == "64 个词元"
+    table = ratio_table({"nn.MultiheadAttention": (0.002, 2**20), "ours, fused path": (0.001, 2**20)})
+    assert "本书实现（融合路径）：1.00，0.50×" in table
+
+
+def test_packed_qkv_computes_what_our_attention_computes():
+    from tf_tutorial.multihead import MultiHeadAttention
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(12, 3).double()
+    packed = PackedQKVAttention(ours)
+    assert not hasattr(packed, "w_q") and packed.w_qkv.weight.shape == (36, 12)
+    x = torch.randn(2, 7, 12, dtype=torch.double)
+    allowed = torch.rand(2, 7, 7) > 0.3
+    assert torch.allclose(packed(x, x, x, allowed), ours(x, x, x, allowed), atol=1e-12)
+    with pytest.raises(ValueError, match="self-attention"):
+        packed(x, x.clone(), x)
+
+
+def test_pack_self_attention_keeps_the_model_function():
+    from tf_tutorial.model import Transformer, TransformerConfig
+    torch.manual_seed(0)
+    ours = Transformer(TransformerConfig(31, 31, 12, 3, 2, 20, dropout=0.0)).double().eval()
+    src, tgt = torch.randint(4, 31, (3, 7)), torch.randint(4, 31, (3, 5))
+    src[1, 4:] = 0
+    import copy
+    packed = pack_self_attention(copy.deepcopy(ours))
+    n_packed = sum(isinstance(m, PackedQKVAttention) for m in packed.modules())
+    assert n_packed == 4                                   # 2 encoder + 2 decoder self-attentions
+    with torch.no_grad():
+        assert torch.allclose(packed(src, tgt), ours(src, tgt), atol=1e-10)
+    r = compare_training_step(d_model=12, n_heads=3, n_layers=1, d_ff=20, vocab=31, batch=4, length=6,
+                              repeat=1, packed=True)
+    assert r["loss_gap"] < 1e-5 and set(r) == {"nn.Transformer", "ours", "ours, packed QKV", "loss_gap"}
 
 
 def test_torch_core_baseline_computes_what_our_model_computes():
     from tf_tutorial.interop import from_torch
     from tf_tutorial.model import Transformer, TransformerConfig
-    from tf_tutorial.perf import TorchCoreTransformer
     for norm_first in (False, True):
         torch.manual_seed(0)
         ours = Transformer(TransformerConfig(31, 31, 12, 3, 2, 20, dropout=0.0, norm_first=norm_first)).double().eval()

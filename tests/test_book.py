@@ -179,6 +179,7 @@ def test_colab_button_opens_the_committed_notebook(built_book, md):
 def _tiny_book(root: Path, cells: list[str]) -> Path:
     (root / "book").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", root / "_config.yml")
+    shutil.copytree(ROOT / "_ext", root / "_ext", ignore=shutil.ignore_patterns("__pycache__"))  # local_extensions
     (root / "_toc.yml").write_text("format: jb-book\nroot: book/bad\n", encoding="utf-8")
     body = "".join(f"\n```{{code-cell}} ipython3\n{c}\n```\n" for c in cells)
     (root / "book" / "bad.md").write_text(HEADER + "\n# 坏章节\n" + body, encoding="utf-8")
@@ -233,3 +234,248 @@ def test_every_bibliography_entry_is_cited_and_every_citation_exists():
         cited |= set(re.findall(r"\{cite:[pt]\}`([^`]+)`", md.read_text(encoding="utf-8")))
     assert cited - bib == set(), f"cited but not in references.bib: {cited - bib}"
     assert bib - cited == set(), f"in references.bib but never cited: {bib - cited}"
+
+
+CODE_COLUMNS = 80  # what the content column shows at a 1400-pixel window (a CJK character is two)
+
+
+def _display_width(line: str) -> int:
+    import unicodedata
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+
+
+def _wide_code_lines(text: str) -> list[str]:
+    wide, inside, shown = [], False, True
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.startswith("```{code-cell}"):
+            inside, shown = True, True
+        elif line.startswith("```"):
+            inside = False
+        elif inside and line.startswith(":tags:") and "remove-cell" in line:
+            shown = False      # not on the page (the Colab install cell): the column does not apply
+        elif inside and shown and _display_width(line) > CODE_COLUMNS:
+            wide.append(f"line {n} ({_display_width(line)} columns): {line.strip()[:60]}")
+    return wide
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
+def test_code_cells_fit_the_content_column(md):
+    wide = _wide_code_lines(md.read_text(encoding="utf-8"))
+    assert not wide, (f"{md.name}: {len(wide)} code lines are wider than {CODE_COLUMNS} columns "
+                      f"and run past the page's content column:\n" + "\n".join(wide[:10]))
+
+
+def test_a_wide_code_line_is_caught():
+    ok = "```{code-cell} ipython3\nx = 1\n```\n"
+    assert not _wide_code_lines(ok)
+    assert _wide_code_lines("```{code-cell} ipython3\n" + "x" * 81 + "\n```\n")
+    assert _wide_code_lines("```{code-cell} ipython3\n# " + "中" * 40 + "\n```\n")   # 82 columns
+    assert not _wide_code_lines("some prose " + "x" * 100 + "\n")
+    hidden = "```{code-cell} ipython3\n:tags: [remove-cell]\n" + "x" * 81 + "\n```\n"
+    assert not _wide_code_lines(hidden)
+    assert _wide_code_lines(hidden.replace("remove-cell", "hide-input"))
+
+
+# --- one vocabulary, one notation, one citation style (issue 12) ---------------------------
+
+from conftest import prose_lines  # noqa: E402
+
+GLOSSARY = ROOT / "book" / "appendix_glossary.md"
+PAGES = sorted((ROOT / "book").glob("*.md"))
+# English phrases that contain a banned word and are allowed: LSTM's own name
+ALLOWED_CONTEXTS = {"memory": ("short-term memory",)}
+
+
+def _vocabulary_table(text: str) -> tuple[list[tuple[str, list[str], str]], set[int]]:
+    """Rows ``(chosen term, [banned variants], note)`` of the glossary's 统一用词 table, and the
+    line numbers the table occupies (the one place where the banned variants may appear)."""
+    lines = text.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("## 统一用词"))
+    rows, where = [], set()
+    for n in range(head + 1, len(lines)):
+        line = lines[n]
+        if not line.startswith("|"):
+            if rows or where:
+                break
+            continue
+        where.add(n + 1)
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] in ("用词", "") or set(cells[0]) <= set("-: "):
+            continue
+        banned = [v.strip().strip("`") for v in re.split(r"、", cells[1]) if v.strip() not in ("", "—")]
+        rows.append((cells[0], banned, cells[2]))
+    return rows, where
+
+
+def _uses_of(variant: str, text: str, skip: set[int] = frozenset()) -> list[str]:
+    """``file:line`` style hits of ``variant`` in the prose of ``text`` (code and backticks excluded)."""
+    ascii_word = variant.isascii()
+    pattern = re.compile(rf"\b{re.escape(variant)}\b" if ascii_word else re.escape(variant),
+                         re.IGNORECASE if ascii_word else 0)
+    hits = []
+    for n, line in prose_lines(text):
+        if n in skip:
+            continue
+        clean = line
+        for allowed in ALLOWED_CONTEXTS.get(variant, ()):
+            clean = re.sub(re.escape(allowed), " ", clean, flags=re.IGNORECASE)
+        if pattern.search(clean):
+            hits.append(f"{n}: {line.strip()[:70]}")
+    return hits
+
+
+VOCABULARY, _VOCABULARY_LINES = _vocabulary_table(GLOSSARY.read_text(encoding="utf-8"))
+BANNED = [(chosen, variant) for chosen, variants, _ in VOCABULARY for variant in variants]
+
+
+def test_the_glossary_lists_the_chosen_terms():
+    chosen = {row[0] for row in VOCABULARY}
+    assert {"词向量", "前馈网络", "填充", "词元", "记忆"} <= chosen, chosen
+    assert {"词嵌入", "前馈神经网络", "补齐", "memory"} <= {v for _, v in BANNED}
+
+
+@pytest.mark.parametrize("chosen, variant", BANNED, ids=[v for _, v in BANNED])
+def test_the_book_uses_the_chosen_term_not_its_variant(chosen, variant):
+    """Every page of the book (prose only: code, inline code and math are not prose)."""
+    found = []
+    for md in PAGES:
+        skip = _VOCABULARY_LINES if md == GLOSSARY else set()
+        found += [f"{md.relative_to(ROOT)}:{hit}" for hit in _uses_of(variant, md.read_text(encoding="utf-8"), skip)]
+    assert not found, (f"write {chosen!r}, not {variant!r} (book/appendix_glossary.md, 统一用词); "
+                       f"{len(found)} lines:\n" + "\n".join(found))
+
+
+def test_bare_memory_is_caught_and_code_is_not():
+    text = HEADER + ("解码器读编码器的 memory。\n\n解码器读 `memory`。\n\n"
+                     "长短期记忆（long short-term memory, LSTM）\n\n```{code-cell} ipython3\nmemory = enc(x)\n```\n"
+                     "\n```{note}\n注释里的 Memory 也算。\n```\n")
+    hits = _uses_of("memory", text)
+    assert [h.split(":")[0] for h in hits] == ["11", "22"], hits
+    assert _uses_of("补齐", HEADER + "\n把序列补齐到同一长度。\n")
+    assert not _uses_of("补齐", HEADER + "\n$$\n\\text{补齐}\n$$\n")
+
+
+def test_notation_page_is_in_the_table_of_contents():
+    docs = [str(p.relative_to(ROOT)) for p in sync_book.toc_files()]
+    assert "book/appendix_notation" in docs
+
+
+def test_appendix_letters_follow_the_table_of_contents():
+    appendices = [p for p in sync_book.toc_files() if p.name.startswith("appendix_")]
+    titles = [p.with_suffix(".md").read_text(encoding="utf-8") for p in appendices]
+    titles = [re.search(r"^# (附录 [A-Z]) (.+)$", t, flags=re.M) for t in titles]
+    assert all(titles), [p.name for p, t in zip(appendices, titles) if not t]
+    letters = [t.group(1) for t in titles]
+    assert letters == [f"附录 {chr(ord('A') + i)}" for i in range(len(letters))], letters
+    assert [t.group(2).split()[0] for t in titles][1:4] == ["符号表", "术语表", "参考文献"]
+    # every "附录 X 名字" in the book names the appendix that really has that letter
+    names = {t.group(1): t.group(2) for t in titles}
+    wrong = []
+    for md in PAGES:
+        for n, line in enumerate(md.read_text(encoding="utf-8").splitlines(), 1):
+            for letter, name in re.findall(r"(附录 [A-Z]) ?(符号表|术语表|参考文献|性能)", line):
+                if not names.get(letter, "").startswith(name):
+                    wrong.append(f"{md.name}:{n}: {letter} {name} (it is {names.get(letter)!r})")
+    assert not wrong, wrong
+
+
+def _bib_surnames() -> dict[str, set[str]]:
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    names = {}
+    for entry in re.split(r"(?m)^@", bib)[1:]:
+        key = re.match(r"\w+\{([^,]+),", entry)
+        authors = re.search(r"\bauthor\s*=\s*[{\"](.+?)[}\"]\s*,?\s*$", entry, flags=re.M | re.I)
+        if not key or not authors:
+            continue
+        surnames = set()
+        for person in re.split(r"\s+and\s+", authors.group(1)):
+            person = person.replace("{", "").replace("}", "").strip()
+            surname = person.split(",")[0] if "," in person else person.split()[-1]
+            if len(surname) > 2 and surname.lower() != "others":
+                surnames.add(surname)
+        names[key.group(1)] = surnames
+    return names
+
+
+_NAMED_BEFORE = re.compile(r"(等人?|et al\.?|[A-Z][\w-]+\s*(和|与|and|&)\s*[A-Z][\w-]+)\s*[（(]?\s*$")
+
+
+def _citation_style_problems(text: str, surnames: dict[str, set[str]]) -> list[str]:
+    problems = []
+    for n, line in enumerate(text.splitlines(), 1):
+        for m in re.finditer(r"\{cite:([pt])\}`([^`]+)`", line):
+            before = line[max(0, m.start() - 40):m.start()]
+            keys = [k.strip() for k in m.group(2).split(",")]
+            tail = before[-25:]
+            named = bool(_NAMED_BEFORE.search(before)) or any(
+                re.search(rf"\b{re.escape(s)}\b", tail) for k in keys for s in surnames.get(k, ()))
+            if named and m.group(1) == "p":
+                problems.append(f"{n}: the author is named before {{cite:p}}: write {{cite:t}} in "
+                                f"place of the name: …{before[-25:]}{m.group(0)}")
+            elif named:
+                problems.append(f"{n}: {{cite:t}} prints the author's name, which the text already "
+                                f"gives: …{before[-25:]}{m.group(0)}")
+    return problems
+
+
+def test_a_named_author_is_cited_with_cite_t():
+    surnames = _bib_surnames()
+    problems = [f"{md.relative_to(ROOT)}:{p}" for md in PAGES
+                for p in _citation_style_problems(md.read_text(encoding="utf-8"), surnames)]
+    assert not problems, f"{len(problems)} citations:\n" + "\n".join(problems)
+
+
+def test_citation_style_check_catches_named_authors():
+    names = {"xiong2020layer": {"Xiong"}, "vaswani2017attention": {"Vaswani"}}
+    assert _citation_style_problems("Xiong 等 {cite:p}`xiong2020layer` 发现", names)
+    assert _citation_style_problems("Clark 和 Manning {cite:p}`clark2019what`", names)
+    assert _citation_style_problems("Xiong et al. {cite:p}`xiong2020layer`", names)
+    assert _citation_style_problems("Xiong 等 {cite:t}`xiong2020layer` 发现", names)
+    assert _citation_style_problems("Vaswani（{cite:p}`vaswani2017attention`）", names)
+    assert not _citation_style_problems("{cite:t}`xiong2020layer` 发现", names)
+    assert not _citation_style_problems("Transformer {cite:p}`vaswani2017attention` 用了它", names)
+
+
+# --- the reader's tools: search, interface, typography ------------------------------------
+
+def test_search_indexes_chinese_with_jieba():
+    config = _config()["sphinx"]
+    assert config["config"]["html_search_language"] == "zh"
+    assert "reader_tools" in config["local_extensions"]
+    pins = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    assert re.search(r"^jieba==[\d.]+", pins, flags=re.M), "jieba must be pinned in requirements.txt"
+    pytest.importorskip("jieba")
+    sys.path.insert(0, str(ROOT / config["local_extensions"]["reader_tools"]))
+    import jieba
+    import reader_tools
+
+    terms = reader_tools.glossary_terms(GLOSSARY.read_text(encoding="utf-8"))
+    assert {"层归一化", "束搜索", "词向量", "多头注意力", "查询"} <= set(terms)
+    for term in terms:
+        jieba.add_word(term)
+    # what the search index stores for a sentence: the whole terms, not only their pieces
+    words = set(jieba.cut_for_search("我们用层归一化稳定训练，再用束搜索解码。"))
+    assert {"层归一化", "束搜索"} <= words, words
+
+
+def test_interface_strings_are_chinese_and_quotes_stay_straight():
+    config = _config()["sphinx"]["config"]
+    assert config["smartquotes"] is False, "smart quotes turn the corpus's \"Bai 's\" into \"Bai ‘s\""
+    for key in ("togglebutton_hint", "togglebutton_hint_hide", "nb_code_prompt_show", "nb_code_prompt_hide"):
+        assert re.search(r"[\u4e00-\u9fff]", config[key]), f"{key} = {config[key]!r} is not Chinese"
+
+
+@pytest.mark.slow
+def test_built_pages_keep_straight_quotes_and_a_chinese_interface(built_book):
+    _, html = built_book
+    ch10 = (html / "book" / "ch10_translation.html").read_text(encoding="utf-8")
+    assert "‘s" not in ch10, "smart quotes: the corpus's 's became ‘s"
+    assert re.search(r"\w (&#39;|')s\b", ch10), "the corpus's tokenised possessive ('s) is missing"
+    english = {}
+    for page in sorted(html.glob("**/*.html")):
+        text = page.read_text(encoding="utf-8")
+        hits = [s for s in ("Click to", "Search this book", "Launch on", "Toggle primary sidebar",
+                            "Color mode") if s in text]
+        if hits:
+            english[str(page.relative_to(html))] = hits
+    assert not english, english

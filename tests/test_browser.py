@@ -1,4 +1,5 @@
-"""A real browser opens the built chapter 1: typeset math, loaded figures, the Colab link.
+"""A real browser opens the built book: typeset math, loaded figures, the Colab link, Chinese
+search, and display equations that fit the content column at a 1400-pixel window.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). Without them
 the test skips with the reason, except under CI (``CI`` set), where it fails instead.
@@ -6,12 +7,15 @@ the test skips with the reason, except under CI (``CI`` set), where it fails ins
 import functools
 import http.server
 import os
+import re
 import shutil
 import threading
 import time
+import urllib.parse
 
 import pytest
 
+from conftest import ROOT, prose_lines
 from scripts import sync_book
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -82,3 +86,97 @@ def test_chapter_1_in_a_real_browser(browser, served_book):
         "return [...document.querySelectorAll('a')].map(a => a.href).filter(h => h.includes('colab'))")
     org_repo = sync_book.repo_url().removeprefix("https://github.com/")
     assert hrefs == [f"https://colab.research.google.com/github/{org_repo}/blob/main/book/ch01_rnn.ipynb"]
+
+
+TYPESET = """
+    const maths = document.querySelectorAll('.math');
+    const done = document.querySelectorAll('mjx-container').length;
+    return maths.length > 0 && [...maths].every(m => m.querySelector('mjx-container')) ? done : 0;"""
+
+
+def _pages_with_prose(term: str) -> set[str]:
+    """The pages (``book/x.html``) whose prose, not only their code, contains ``term``."""
+    pages = set()
+    for doc in sync_book.toc_files():
+        md = doc.with_suffix(".md")
+        if any(term in line for _, line in prose_lines(md.read_text(encoding="utf-8"))):
+            pages.add(str(doc.relative_to(ROOT)) + ".html")
+    return pages
+
+
+def search(browser, served_book, query: str) -> set[str]:
+    """The pages the book's own search page lists for ``query``."""
+    browser.get(f"{served_book}/search.html?q={urllib.parse.quote(query)}")
+    # the summary line ("搜索完成……") appears once every result is listed
+    done = wait_for(browser, """
+        const status = document.querySelector('#search-results p.search-summary');
+        return status && status.innerText.trim();""", timeout=30)
+    assert done, f"the search page never finished searching for {query!r}"
+    hrefs = browser.execute_script(
+        "return [...document.querySelectorAll('#search-results ul.search li a')].map(a => a.href)")
+    return {urllib.parse.urlsplit(h).path.lstrip("/") for h in hrefs}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("query", ["注意力", "层归一化", "束搜索"])
+def test_chinese_search_finds_the_chapters_that_use_the_word(browser, served_book, query):
+    """Sphinx indexes Chinese only through jieba; 层归一化 and 束搜索 stay whole thanks to the glossary."""
+    expected = _pages_with_prose(query)
+    assert expected, f"no page uses {query!r}: choose another query"
+    found = search(browser, served_book, query)
+    assert expected <= found, f"searching {query!r} misses {sorted(expected - found)} (found {sorted(found)})"
+
+
+@pytest.mark.slow
+def test_english_search_still_works(browser, served_book):
+    assert "book/ch03_attention.html" in search(browser, served_book, "attention")
+
+
+WIDE_EQUATIONS = """
+    const wide = [];
+    for (const c of document.querySelectorAll('mjx-container[display="true"]')) {
+      const math = c.querySelector('mjx-math');
+      const column = c.closest('article') || document.querySelector('main');
+      const box = math.getBoundingClientRect(), own = c.getBoundingClientRect();
+      const right = column.getBoundingClientRect().right;
+      if (box.width > c.clientWidth + 1 || own.right > right + 1) {
+        const tex = (c.parentElement.innerText || '').slice(0, 60);
+        const section = c.closest('section');
+        const title = section ? section.querySelector('h1, h2, h3').innerText : '';
+        wide.push(`${Math.round(box.width)} px > ${c.clientWidth} px in "${title}"`);
+      }
+    }
+    return wide;"""
+
+
+@pytest.mark.slow
+def test_no_display_equation_is_wider_than_its_column(browser, served_book):
+    """At a 1400-pixel window (the reviewer's), every display equation fits its content column."""
+    browser.set_window_size(1400, 1000)
+    try:
+        wide = {}
+        for doc in sync_book.toc_files():
+            browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
+            if not browser.execute_script("return document.querySelectorAll('.math').length"):
+                continue
+            assert wait_for(browser, TYPESET), f"{doc.name}: formulas were not typeset"
+            found = browser.execute_script(WIDE_EQUATIONS)
+            if found:
+                wide[doc.name] = found
+    finally:
+        browser.set_window_size(1280, 1600)
+    assert not wide, f"display equations wider than the content column (split them with aligned): {wide}"
+
+
+@pytest.mark.slow
+def test_every_symbol_of_the_notation_page_is_typeset(browser, served_book):
+    source = (ROOT / "book" / "appendix_notation.md").read_text(encoding="utf-8")
+    in_tables = sum(len(re.findall(r"(?<!\\)\$[^$]+\$", line)) for line in source.splitlines()
+                    if line.startswith("|"))
+    browser.get(f"{served_book}/book/appendix_notation.html")
+    typeset = wait_for(browser, TYPESET)
+    assert typeset >= in_tables > 20, (typeset, in_tables)
+    errors = browser.execute_script("return [...document.querySelectorAll('mjx-merror')].map(e => e.innerText)")
+    assert not errors, f"MathJax could not typeset: {errors}"
+    visible = browser.execute_script("return document.querySelector('main').innerText")
+    assert "\\lvert" not in visible and "\\operatorname" not in visible

@@ -2,9 +2,9 @@
 import pytest
 import torch
 
-from tf_tutorial.data import (MAX_TRAIN_LEN, Vocab, batch_indices, batches, encode_pairs, make_corpus, pad,
+from tf_tutorial.corpus.data import (MAX_TRAIN_LEN, Vocab, batch_indices, batches, encode_pairs, make_corpus, pad,
                               tokenize_en)
-from tf_tutorial.grammar import Grammar
+from tf_tutorial.corpus.grammar import Grammar
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ import torch
 
 from tf_tutorial.decode import (attention_maps, beam_search, decode_step, greedy_decode, length_penalty, strip,
                                 translate)
-from tf_tutorial.data import Vocab
+from tf_tutorial.corpus.data import Vocab
 from tf_tutorial.model import Transformer, TransformerConfig
 
 EOS = 2

@@ -86,3 +86,14 @@ def test_eval_determinism_and_bad_input():
         emb(torch.ones(B, L))
     with pytest.raises(ValueError, match="d_model must be a positive even number.*but got 7"):
         positional_encoding(10, 7)
+
+
+def test_token_embedding_starts_at_variance_one_over_d_not_torch_default():
+    # chapter 2 states this: N(0, 1/D), unlike nn.Embedding's N(0, 1)
+    torch.manual_seed(1)
+    emb = TokenEmbedding(2000, 256)
+    assert emb.table.weight.std().item() == pytest.approx(256 ** -0.5, rel=0.02)
+    assert torch.nn.Embedding(2000, 256).weight.std().item() == pytest.approx(1.0, rel=0.02)
+    # after the sqrt(D) factor a row is about sqrt(2) times a PE row (norm sqrt(D/2))
+    ratio = emb(torch.arange(2000)[None]).norm(dim=-1).mean() / 128 ** 0.5
+    assert ratio.item() == pytest.approx(2 ** 0.5, rel=0.02)

@@ -3,7 +3,8 @@ import torch
 import torch.nn.functional as F
 
 from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward, swiglu_hidden
-from tf_tutorial.multihead import MultiHeadAttention
+from tf_tutorial.decoder import DecoderLayer
+from tf_tutorial.encoder import EncoderLayer
 
 B, L, D, FF = 2, 7, 12, 48
 
@@ -35,12 +36,17 @@ def test_swiglu_shapes_and_parameter_count():
     assert glu(torch.randn(2, 3, d)).shape == (2, 3, d)
 
 
-def test_ffn_holds_about_two_thirds_of_a_layer():
-    d = 512
+@pytest.mark.parametrize("layer_class, expected", [(EncoderLayer, 2 / 3), (DecoderLayer, 1 / 2)])
+def test_ffn_share_is_two_thirds_of_an_encoder_layer_and_half_a_decoder_layer(layer_class, expected):
+    # encoder layer: 4D² attention + 8D² FFN; decoder layer: 8D² attention (self + cross) + 8D²
     count = lambda m: sum(p.numel() for p in m.parameters())
-    share = count(PositionwiseFeedForward(d, 4 * d)) / (
-        count(PositionwiseFeedForward(d, 4 * d)) + count(MultiHeadAttention(d, 8)))
-    assert 0.66 < share < 0.67
+    layer = layer_class(512, 8, 2048)
+    assert count(layer.ffn) / count(layer) == pytest.approx(expected, abs=0.005)
+
+
+def test_the_ffn_widens_then_narrows():
+    ffn = PositionwiseFeedForward(512, 2048)     # an inverted bottleneck: D -> 4D -> D
+    assert (ffn.w1.in_features, ffn.w1.out_features, ffn.w2.out_features) == (512, 2048, 512)
 
 
 def test_gelu_option_and_dropout_in_training_only():

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from tf_tutorial.records import load_record
+from tf_tutorial.book.records import load_record
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,7 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile"]
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile", "benchmarks"]
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
     assert not (out / "gpu.json").exists()                     # a dry run is never written as the record
     run = saved["run"]
@@ -28,6 +28,18 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     assert saved["kv_cache"]["same_tokens"] is True
     assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
     assert saved["compile_check"]["max_rel_loss_gap_first_20"] < 1e-5
+    bench = saved["benchmarks"]                                # appendix A's rows, from run_all
+    assert bench["quick"] is True and bench["machine"] == {**saved["machine"], "date": bench["machine"]["date"]}
+    assert {"attention fwd+bwd", "training step (float32)", "decode greedy"} <= {r["benchmark"] for r in bench["rows"]}
+
+
+def test_the_record_describes_the_machine_with_the_package_function(dry_run):
+    record, _ = dry_run
+    m = record["machine"]
+    assert {"name", "torch", "python", "date", "label", "slug", "threads"} <= set(m)
+    assert m["device"] == "cpu" and m["slug"].startswith("cpu-")
+    import scripts.gpu_run as g
+    assert not hasattr(g, "machine") and "perf_counter" not in open(g.__file__, encoding="utf-8").read()
 
 
 def test_load_record(dry_run, tmp_path):

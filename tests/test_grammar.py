@@ -3,8 +3,8 @@ import random
 
 import pytest
 
-from tf_tutorial import grammar as g
-from tf_tutorial.grammar import (ADJECTIVES, NOUNS, PLACES, TIMES, TOPICS, VERBS, Grammar, Phrase,
+from tf_tutorial.corpus import grammar as g
+from tf_tutorial.corpus.grammar import (ADJECTIVES, NOUNS, PLACES, TIMES, TOPICS, VERBS, Grammar, Phrase,
                                  add_relative, find, number_en, number_zh, place_phrase, pronoun,
                                  render_clause, render_np)
 

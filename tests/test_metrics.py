@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from tf_tutorial.data import make_corpus
+from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.metrics import bleu, evaluate, exact_match, phenomena
 from tf_tutorial.model import Transformer, TransformerConfig
 

@@ -51,12 +51,12 @@ def test_one_big_projection_is_h_small_ones():
     x = torch.randn(B, T, D, dtype=torch.float64)
     out, _ = mha(x, x, x, return_weights=True)
     heads = []
-    for i in range(H):  # head i uses rows i*Dh:(i+1)*Dh of each (D, D) weight: a (D, Dh) map
-        rows = slice(i * mha.d_head, (i + 1) * mha.d_head)
+    for i in range(H):  # head i uses rows i*d_k:(i+1)*d_k of each (D, D) weight: a (D, d_k) map
+        rows = slice(i * mha.d_k, (i + 1) * mha.d_k)
         q = x @ mha.w_q.weight[rows].T + mha.w_q.bias[rows]
         k = x @ mha.w_k.weight[rows].T + mha.w_k.bias[rows]
         v = x @ mha.w_v.weight[rows].T + mha.w_v.bias[rows]
-        heads.append(scaled_dot_product_attention(q, k, v)[0])                 # (B, T, Dh)
+        heads.append(scaled_dot_product_attention(q, k, v)[0])                 # (B, T, d_k)
     torch.testing.assert_close(mha.w_o(torch.cat(heads, dim=-1)), out)
 
 

@@ -1,6 +1,6 @@
 import pytest
 
-from tf_tutorial.notebook import check, glue, sci
+from tf_tutorial.book.notebook import check, glue, sci
 
 
 def test_sci():

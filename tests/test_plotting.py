@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from tf_tutorial import plotting  # noqa: E402
+from tf_tutorial.book import plotting  # noqa: E402
 
 TEXT = "我爱中国：狗咬人，人咬狗"
 
@@ -90,3 +90,39 @@ def test_layer_diagram_draws_every_box_without_missing_glyphs():
     assert sum(isinstance(p, FancyBboxPatch) for p in ax.patches) == 3
     assert not [w for w in caught if "Glyph" in str(w.message)]
     plt.close(fig)
+
+
+def test_notebook_figures_are_stored_at_twice_their_display_size():
+    """Retina PNGs: sharp on a high-density screen, same size on the page (110 dpi's)."""
+    import base64
+    import struct
+
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        with matplotlib.rc_context():
+            plotting.use_book_style()
+            fig, ax = plt.subplots()
+            ax.plot([0, 1], [1, 0])
+            ax.set_title(TEXT)
+            data, metadata = shell.display_formatter.format(fig)
+            plt.close(fig)
+    finally:
+        InteractiveShell.clear_instance()
+    png = data["image/png"]
+    png = base64.b64decode(png) if isinstance(png, str) else png
+    width, height = struct.unpack(">II", png[16:24])          # the IHDR chunk
+    shown = metadata["image/png"]
+    assert abs(width - 2 * shown["width"]) <= 1 and abs(height - 2 * shown["height"]) <= 1, \
+        (width, height, shown)                                 # IPython halves with //
+    # 6.4 × 3.6 inches at 110 dpi on the page (bbox "tight" may trim a little)
+    assert 0.8 * 6.4 * plotting.DISPLAY_DPI <= shown["width"] <= 1.05 * 6.4 * plotting.DISPLAY_DPI
+
+
+def test_style_outside_ipython_leaves_the_backend_alone():
+    with matplotlib.rc_context():
+        plotting.use_book_style()
+        assert plotting.sharp_inline_figures() is False
+        assert matplotlib.get_backend().lower() == "agg"
+        assert matplotlib.rcParams["savefig.dpi"] == plotting.DISPLAY_DPI * plotting.PIXEL_SCALE

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from tf_tutorial.recall import AttentionRecaller, RecallTask, RNNRecaller, train_recall
+from tf_tutorial.experiments.recall import AttentionRecaller, RecallTask, RNNRecaller, train_recall
 
 TASK = RecallTask(n_keys=8, n_distractors=16)
 
@@ -58,3 +58,11 @@ def test_rnn_learns_short_range_recall():
     torch.manual_seed(0)
     rnn = RNNRecaller(TASK.vocab_size, TASK.n_keys)
     assert train_recall(rnn, TASK, n_between=2, steps=150) > 0.9
+
+
+def test_lstm_layer_has_four_rnn_sized_weight_blocks():
+    # three gates (input, forget, output) and the candidate: chapter 1 says four blocks
+    count = lambda m: sum(p.numel() for p in m.parameters())
+    rnn = RNNRecaller(TASK.vocab_size, TASK.n_keys).rnn
+    lstm = RNNRecaller(TASK.vocab_size, TASK.n_keys, cell="lstm").rnn
+    assert count(lstm) == 4 * count(rnn)

@@ -6,8 +6,10 @@ from tf_tutorial.attention import padding_mask
 from tf_tutorial.encoder import Encoder
 from tf_tutorial.interop import from_torch, torch_key_padding_mask
 from tf_tutorial.norm import LayerNorm
-from tf_tutorial.residual import DeepStack, SublayerConnection, gradient_norms
-from tf_tutorial.warmup import ReverseModel, train_reverse, warmup_schedule
+from tf_tutorial.experiments.deep_stack import DeepStack, gradient_norms
+from tf_tutorial.residual import SublayerConnection
+from tf_tutorial.experiments.warmup import (ReverseModel, first_updates, train_reverse,
+                                            warmup_schedule)
 
 B, L, D = 2, 7, 12
 
@@ -62,6 +64,23 @@ def test_post_ln_without_warmup_fails_where_pre_ln_does_not():
     torch.manual_seed(0)
     pre = train_reverse(ReverseModel(12, norm_first=True), lr=3e-3, warmup_steps=0)
     assert sum(post[-20:]) / 20 > 1.0 and sum(pre[-20:]) / 20 < 0.3
+
+
+def test_adams_first_step_moves_every_weight_by_the_learning_rate():
+    # m̂ = g and v̂ = g² after one step, so each weight moves by lr·g/(|g| + ε) ≈ ±lr,
+    # whatever the size of the gradient: ‖ΔW₂‖ = lr·√(numel) in every layer
+    lr, steps, n_layers = 3e-3, 2, 3
+    torch.manual_seed(0)
+    model = ReverseModel(n_layers, norm_first=False)
+    w0 = [layer.ffn.w2.weight.detach().clone() for layer in model.encoder.layers]
+    sizes = first_updates(model, lr, warmup_steps=0, steps=steps)
+    assert sizes["weights"].shape == (steps, n_layers) and sizes["output"].shape == (steps,)
+    expected = torch.tensor([lr * w.numel() ** 0.5 / w.norm() for w in w0])
+    torch.testing.assert_close(sizes["weights"][0], expected, rtol=1e-3, atol=0.0)
+    torch.manual_seed(0)
+    warm = first_updates(ReverseModel(n_layers, norm_first=False), lr, warmup_steps=10, steps=1)
+    torch.testing.assert_close(warm["weights"][0], expected / 10, rtol=1e-3, atol=0.0)
+    assert (sizes["output"] > 0).all()
 
 
 def test_bad_input():

@@ -6,7 +6,7 @@ from IPython.display import Code
 import tf_tutorial
 from tf_tutorial import show
 from tf_tutorial.rnn import ElmanRNN, jacobian_norms
-from tf_tutorial.source import source_of
+from tf_tutorial.book.source import source_of
 
 
 def test_show_returns_the_real_source_as_highlighted_code():
@@ -21,7 +21,7 @@ def test_show_dedents_methods_and_accepts_functions_and_modules():
     method = source_of(ElmanRNN.forward)
     assert method.startswith("def forward(self")
     assert source_of(jacobian_norms).startswith("def jacobian_norms(")
-    assert "def show(" in source_of(tf_tutorial.source)
+    assert "def show(" in source_of(tf_tutorial.book.source)
 
 
 def test_show_of_builtin_names_it_and_says_why():

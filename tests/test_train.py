@@ -10,7 +10,7 @@ import tempfile
 import pytest
 import torch
 
-from tf_tutorial.data import make_corpus
+from tf_tutorial.corpus.data import make_corpus
 from torch import nn
 
 from tf_tutorial.model import Transformer, TransformerConfig

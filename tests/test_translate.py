@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from tf_tutorial.data import Vocab, make_corpus, normalise
+from tf_tutorial.corpus.data import Vocab, make_corpus, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.decode import load_translator as load_from_decode
 from tf_tutorial.decode import translate as translate_in_memory

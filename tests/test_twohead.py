@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from tf_tutorial.twohead import FirstLastModel, first_last_batch, train_first_last
+from tf_tutorial.experiments.twohead import FirstLastModel, first_last_batch, train_first_last
 
 
 def test_batch_layout():
