@@ -13,12 +13,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import time
 from pathlib import Path
 
 import torch
 
+from tf_tutorial.book.records import load_record, save_record
 from tf_tutorial.timing.clock import machine_label
 from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.metrics import evaluate
@@ -87,7 +87,7 @@ def main(argv=None) -> int:
         for name in names:
             print(f"{name:14s} {probe(name, corpus, VARIANTS[name][1]):6.2f} steps/s", flush=True)
         return 0
-    record = json.loads(args.out.read_text(encoding="utf-8")) if args.out.exists() else {"runs": {}}
+    record = load_record(args.out.name, args.out.parent) or {"runs": {}}
     record.update(machine=machine_label(), torch=torch.__version__, base=dataclasses.asdict(BASE),
                   method="each variant trained once (seed 0 unless the row says otherwise); greedy exact match on the 1000-sentence test split")
     for name in names:
@@ -95,8 +95,7 @@ def main(argv=None) -> int:
         record["runs"][name] = {**run(name, corpus, VARIANTS[name][1]), "date": datetime.date.today().isoformat()}
         record["runs"] = {k: record["runs"][k] for k in VARIANTS if k in record["runs"]}   # the table's order
         print(name, record["runs"][name], f"({time.perf_counter() - t:.0f} s in all)", flush=True)
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        save_record(args.out.name, record, args.out.parent)
     return 0
 
 

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from tf_tutorial.attention import check_mask, fused_attention
+from tf_tutorial.book.records import save_record
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.interop import from_torch
 from tf_tutorial.model import Transformer, TransformerConfig
@@ -347,11 +348,7 @@ def write_record(result: dict, folder=None) -> Path:
     """把完整尺寸的结果提交为书的记录 ``bench-<机器简称>.json``（附录 A 渲染它）。
 
     Raises:
-        ValueError: the result is a quick run: its sizes are not those the appendix discusses.
+        ValueError: the result is a quick run (:func:`~tf_tutorial.book.records.save_record`
+        refuses it: its sizes are not those the appendix discusses).
     """
-    from tf_tutorial.book.records import save_record
-
-    if result.get("quick"):
-        raise ValueError("a quick run (--quick) is not a record: its sizes are not the "
-                         "appendix's; run python -m benchmarks --record without --quick")
     return save_record(f"bench-{result['machine']['slug']}.json", result, folder)
