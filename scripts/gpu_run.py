@@ -7,9 +7,11 @@ Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still l
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
 speed-up, two checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses) and ``torch.compile``, and every benchmark of ``python -m benchmarks`` on the GPU (its
-rows join the CPU record on appendix A). Commit the file as book/records/gpu.json; chapter 10
-and appendix A render it. Timing and the machine's description come from
+uses) and ``torch.compile``, every benchmark of ``python -m benchmarks`` on the GPU (its
+rows join the CPU record on appendix A), and chapter 11's comparison at the GPU configuration's
+size: the encoder–decoder against a decoder-only model with as many parameters, the same time
+each (``--ch11-seconds``). Commit the file as book/records/gpu.json; chapters 10 and 11 and
+appendix A render it. Timing and the machine's description come from
 ``tf_tutorial.timing``. A dry run on a CPU trains the ``tiny`` configuration in bf16, runs the
 quick benchmarks, and is never a record.
 """
@@ -80,11 +82,45 @@ def compile_check(cfg, device: str, corpus, steps: int, backend: str = "inductor
             "last_loss_eager": eager[-1], "last_loss_compiled": comp[-1]}
 
 
+def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) -> dict:
+    """Chapter 11 at this size: the encoder–decoder (Pre-LN) and a decoder-only model whose layers hold as
+    many parameters, each trained for ``seconds`` on the same batches, scored with greedy decoding."""
+    from tf_tutorial.gpt import GPT, GPTConfig, GPTBlock, continuation_vocab, evaluate_continuation
+    from tf_tutorial.gpt import train_continuation
+    from tf_tutorial.model import Transformer
+
+    cfg = dataclasses.replace(cfg, norm_first=True)
+    ed_layers = Transformer(cfg.model_config(corpus))
+    per_block = count_parameters(GPTBlock(cfg.d_model, cfg.n_heads, cfg.d_ff))
+    n_layers = round((count_parameters(ed_layers.encoder) + count_parameters(ed_layers.decoder)) / per_block)
+    vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+    gpt_cfg = GPTConfig(len(vocab), cfg.d_model, cfg.n_heads, n_layers, cfg.d_ff, cfg.dropout, max_len=256,
+                        pad_id=vocab.pad_id, eos_id=vocab.eos_id, norm_first=True, activation="relu")
+    out = {"budget_seconds": seconds, "train_config": dataclasses.asdict(cfg), "gpt_config": gpt_cfg.to_dict()}
+    ed = train(cfg, corpus=corpus, device=device, precision=precision, max_seconds=seconds, progress=False)
+    torch.manual_seed(cfg.seed)
+    gpt = train_continuation(GPT(gpt_cfg), vocab, corpus.train, cfg, device=device, max_seconds=seconds,
+                             progress=False, precision=precision)
+    for name, model, hist, score in (
+            ("encoder_decoder", ed.model, ed.history,
+             lambda m, pairs: evaluate(m, pairs, corpus.src_vocab, corpus.tgt_vocab)),
+            ("decoder_only", gpt.model, gpt.history, lambda m, pairs: evaluate_continuation(m, vocab, pairs))):
+        out[name] = {"parameters": count_parameters(model), "steps": hist["step"][-1],
+                     "train_seconds": hist["seconds"]}
+        for split in ("test", "longer", "deeper"):
+            ev = score(model, getattr(corpus, split))
+            out[name][split] = {"exact_match": ev["exact_match"], "bleu": ev["bleu"]}
+        print("ch11", name, out[name], flush=True)
+    return out
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
     p.add_argument("--seconds", type=float, default=290.0, help="training time budget of the main run")
     p.add_argument("--compile-steps", type=int, default=300)
+    p.add_argument("--ch11-seconds", type=float, default=60.0,
+                   help="training time of each model in chapter 11's comparison (0 leaves it out)")
     p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
     args = p.parse_args(argv)
     if args.dry_run:
@@ -143,6 +179,10 @@ def main(argv=None) -> dict:
     # 5. every benchmark of python -m benchmarks on this device (appendix A's GPU rows)
     record["benchmarks"] = run_all(quick=args.dry_run, device=device, repeat=1 if args.dry_run else None)
     save("benchmarks")
+    # 6. chapter 11: decoder-only against encoder–decoder, same parameters, same time
+    if args.ch11_seconds > 0:
+        record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
+        save("ch11")
     print(json.dumps({k: v for k, v in record.items() if k not in ("run", "scores")}, ensure_ascii=False)[:3000])
     return record
 

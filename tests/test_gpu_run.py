@@ -16,7 +16,7 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile", "benchmarks"]
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile", "benchmarks", "ch11"]
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
     assert not (out / "gpu.json").exists()                     # a dry run is never written as the record
     run = saved["run"]
@@ -31,6 +31,19 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     bench = saved["benchmarks"]                                # appendix A's rows, from run_all
     assert bench["quick"] is True and bench["machine"] == {**saved["machine"], "date": bench["machine"]["date"]}
     assert {"attention fwd+bwd", "training step (float32)", "decode greedy"} <= {r["benchmark"] for r in bench["rows"]}
+
+
+def test_dry_run_compares_the_two_architectures_of_chapter_11(dry_run):
+    record, _ = dry_run
+    ch11 = record["ch11"]
+    ed, gpt = ch11["encoder_decoder"], ch11["decoder_only"]
+    assert ch11["train_config"]["norm_first"] is True and ch11["gpt_config"]["norm_first"] is True
+    assert abs(gpt["parameters"] - ed["parameters"]) / ed["parameters"] < 0.15     # as many parameters
+    assert ch11["gpt_config"]["n_layers"] > ch11["train_config"]["n_layers"]      # in more layers
+    for model in (ed, gpt):
+        assert model["steps"] >= 1 and model["train_seconds"] > 0
+        for split in ("test", "longer", "deeper"):
+            assert 0 <= model[split]["exact_match"] <= 1 and model[split]["bleu"] >= 0
 
 
 def test_the_record_describes_the_machine_with_the_package_function(dry_run):

@@ -7,7 +7,8 @@ import tf_tutorial
 from conftest import ROOT
 
 CHAPTER_MODULES = {"rnn", "embedding", "attention", "multihead", "norm", "residual", "ffn",
-                   "encoder", "decoder", "model", "train", "decode", "metrics", "translate", "interop"}
+                   "encoder", "decoder", "model", "train", "decode", "metrics", "translate", "interop",
+                   "gpt"}
 SUBPACKAGES = {"experiments", "corpus", "timing", "book"}
 
 

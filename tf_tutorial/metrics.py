@@ -148,12 +148,12 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1, batc
     return out
 
 
-def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
-    """在 ``pairs`` 上算完全匹配率、BLEU 和按现象分开的完全匹配率，并返回译文。
+def score(pairs, hyps: list[str]) -> dict:
+    """给一组译文打分：完全匹配率、BLEU 和按现象分开的完全匹配率。
 
-    Exact match, BLEU and exact match per phenomenon on ``pairs``; also returns the outputs.
+    Exact match, BLEU and exact match per phenomenon of outputs ``hyps`` (space-joined
+    tokens) for ``pairs`` of (English tokens, Chinese tokens); the outputs are returned too.
     """
-    hyps = translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size)
     refs = [" ".join(zh) for _, zh in pairs]
     by_tag: dict = {}
     for (en, _), h, r in zip(pairs, hyps, refs):
@@ -161,3 +161,12 @@ def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
             by_tag.setdefault(tag, []).append(h == r)
     return {"exact_match": exact_match(hyps, refs), "bleu": bleu(hyps, refs), "hyps": hyps, "refs": refs,
             "by_phenomenon": {t: (sum(v) / len(v), len(v)) for t, v in sorted(by_tag.items())}}
+
+
+def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
+    """在 ``pairs`` 上算完全匹配率、BLEU 和按现象分开的完全匹配率，并返回译文。
+
+    Exact match, BLEU and exact match per phenomenon on ``pairs`` (see :func:`score`); also
+    returns the outputs.
+    """
+    return score(pairs, translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size))

@@ -1,0 +1,414 @@
+"""The decoder-only model: equal to torch's causal encoder stack, causality, KV cache, sampling, generation,
+and translation as continuation."""
+import dataclasses
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from tf_tutorial.attention import causal_mask
+from tf_tutorial.corpus.data import Vocab
+from tf_tutorial.gpt import (GPT, SEP, GPTBlock, GPTConfig, continuation_batch, continuation_vocab,
+                             encode_continuation, evaluate_continuation, generate, sample, sampling_probs,
+                             train_continuation, translate_continuation)
+from tf_tutorial.interop import from_torch, torch_attn_mask
+from tf_tutorial.metrics import score
+from tf_tutorial.model import count_parameters
+from tf_tutorial.train import CONFIGS
+
+V, D, H, F, N = 29, 12, 3, 20, 2
+SMALL = dict(vocab_size=V, d_model=D, n_heads=H, n_layers=N, d_ff=F, dropout=0.0, max_len=24)
+PAD, EOS = 0, 2
+
+
+def _model(seed=0, **kw):
+    """A small float64 GPT in eval mode, with a spread-out output layer (distinct greedy choices)."""
+    torch.manual_seed(seed)
+    m = GPT(GPTConfig(**{**SMALL, **kw})).double().eval()
+    with torch.no_grad():
+        m.embed.table.weight.mul_(3.0)
+    return m
+
+
+def _tokens(B=3, L=7, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(4, V, (B, L), generator=g)
+
+
+# --- equal to torch.nn ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("norm_first", [True, False], ids=["pre-ln", "post-ln"])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_block_equals_torch_encoder_layer_under_a_causal_mask(activation, norm_first):
+    torch.manual_seed(2)
+    ref = nn.TransformerEncoderLayer(D, H, F, dropout=0.0, activation=activation, norm_first=norm_first,
+                                     batch_first=True).double().eval()
+    m = _model(n_layers=1, activation=activation, norm_first=norm_first)
+    block = m.blocks[0]
+    assert isinstance(block, GPTBlock)
+    result = block.load_state_dict(from_torch(ref).state_dict())
+    assert not result.missing_keys and not result.unexpected_keys
+    L = 6
+    x = torch.randn(2, L, D, dtype=torch.float64)
+    with torch.no_grad():
+        want = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(L, dtype=torch.float64))
+        want_bool = ref(x, src_mask=torch_attn_mask(causal_mask(L)))
+        got = block(x, causal_mask(L))
+    assert torch.allclose(got, want, atol=1e-12, rtol=0)
+    assert torch.allclose(got, want_bool, atol=1e-12, rtol=0)
+    # the mask matters: without it the block answers differently at every position but the last
+    assert not torch.allclose(block(x)[:, :-1], got[:, :-1], atol=1e-6)
+
+
+def test_whole_gpt_equals_torch_encoder_stack_with_final_norm():
+    torch.manual_seed(3)
+    layer = nn.TransformerEncoderLayer(D, H, F, dropout=0.0, activation="gelu", norm_first=True,
+                                       batch_first=True)
+    ref = nn.TransformerEncoder(layer, N, norm=nn.LayerNorm(D), enable_nested_tensor=False).double().eval()
+    with torch.no_grad():                      # two different layers, and a norm that is not the identity
+        ref.layers[1].linear1.weight.mul_(-1.5)
+        ref.norm.weight.uniform_(0.5, 1.5)
+        ref.norm.bias.uniform_(-0.5, 0.5)
+    m = _model()
+    for block, torch_layer in zip(m.blocks, ref.layers):
+        result = block.load_state_dict(from_torch(torch_layer).state_dict())
+        assert not result.missing_keys and not result.unexpected_keys
+    m.norm.load_state_dict(from_torch(ref.norm).state_dict())
+    tokens = _tokens(3, 7)
+    tokens[1, 4:] = PAD                                   # right padding
+    tokens[2, 2] = PAD                                    # a pad key inside the row: only the mask hides it
+    L = tokens.shape[1]
+    with torch.no_grad():
+        y = ref(m.positions(m.embed(tokens)), mask=torch_attn_mask(causal_mask(L)),
+                src_key_padding_mask=tokens == PAD)
+        want = m.out(y)
+        got = m(tokens)
+    assert got.shape == (3, L, V)
+    keep = tokens != PAD                                  # pad queries are never read
+    assert torch.allclose(got[keep], want[keep], atol=1e-12, rtol=0)
+    assert not torch.allclose(m(tokens.masked_fill(tokens == PAD, 5))[2, 3:], got[2, 3:], atol=1e-6)
+
+
+# --- causality, padding, cache ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned"])
+def test_changing_token_t_leaves_earlier_logits_unchanged(positions):
+    m = _model(positions=positions)
+    tokens = _tokens()
+    out = m(tokens)
+    for t in range(tokens.shape[1]):
+        changed = tokens.clone()
+        changed[:, t] = 4 + (changed[:, t] - 3) % (V - 4)          # another real token
+        new = m(changed)
+        assert torch.allclose(new[:, :t], out[:, :t], atol=1e-12, rtol=0)
+        assert not torch.allclose(new[:, t], out[:, t], atol=1e-6)      # position t itself does see it
+
+
+def test_right_padding_does_not_change_real_logits():
+    m = _model()
+    tokens = _tokens(2, 5)
+    out = m(tokens)
+    padded = torch.cat([tokens, torch.full((2, 4), PAD)], 1)
+    assert torch.allclose(m(padded)[:, :5], out, atol=1e-12, rtol=0)
+    ragged = padded.clone()
+    ragged[0, 5:] = _tokens(1, 4, seed=9)                # row 0 longer, row 1 padded
+    assert torch.allclose(m(ragged)[1, :5], out[1], atol=1e-12, rtol=0)
+
+
+def test_cache_in_chunks_equals_the_full_forward():
+    m = _model()
+    tokens = _tokens(2, 8)
+    full, maps = m(tokens, return_weights=True)
+    assert len(maps) == N and maps[0].shape == (2, H, 8, 8)
+    assert torch.all(maps[0].triu(1) == 0)                       # no weight on future positions
+    cache = m.new_cache()
+    parts = [m(tokens[:, a:b], cache) for a, b in ((0, 3), (3, 4), (4, 7), (7, 8))]
+    assert cache.length == 8
+    assert torch.allclose(torch.cat(parts, 1), full, atol=1e-12, rtol=0)
+
+
+def test_tied_output_and_parameter_count():
+    m = _model()
+    assert m.out.weight is m.embed.table.weight
+    learned = GPT(GPTConfig(**SMALL, positions="learned"))
+    assert count_parameters(learned) - count_parameters(GPT(GPTConfig(**SMALL))) == SMALL["max_len"] * D
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(d_model=10, n_heads=3), "d_model=10 is not divisible by n_heads=3"),
+    (dict(positions="rotary"), "positions must be one of .*'rotary'"),
+    (dict(activation="swish"), "activation must be one of .*'swish'"),
+    (dict(dropout=1.0), r"dropout must be in \[0, 1\), but got 1.0"),
+    (dict(dropout=-0.1), r"dropout must be in \[0, 1\), but got -0.1"),
+    (dict(pad_id=2, eos_id=2), "eos_id and pad_id must differ, but both are 2"),
+    (dict(eos_id=29), "eos_id=29 is not a valid id for vocab_size=29"),
+    (dict(n_layers=0), "n_layers must be a positive integer, but got 0"),
+])
+def test_config_validation(kw, message):
+    with pytest.raises(ValueError, match=message):
+        GPTConfig(**{**SMALL, **kw})
+
+
+# --- sampling ---------------------------------------------------------------------------------------
+
+PROBS = torch.tensor([0.5, 0.3, 0.15, 0.05])
+
+
+@pytest.mark.parametrize("top_p, nucleus", [(0.7, {0, 1}), (0.8, {0, 1}), (0.81, {0, 1, 2}),
+                                             (0.96, {0, 1, 2, 3})])
+def test_top_p_keeps_the_smallest_nucleus(top_p, nucleus):
+    order = torch.tensor([2, 0, 3, 1])                  # shuffled positions: token order[i] has PROBS[i]
+    logits = torch.empty(4).scatter(0, order, PROBS.log())
+    kept = {order[i].item() for i in nucleus}
+    p = sampling_probs(logits, top_p=top_p)
+    assert {i for i in range(4) if p[i] > 0} == kept
+    want = torch.zeros(4).scatter(0, order, PROBS) * torch.tensor([i in kept for i in range(4)])
+    assert torch.allclose(p, want / want.sum(), atol=1e-6)
+
+
+@pytest.mark.parametrize("top_p, size", [(0.5, 1), (0.75, 2), (0.7500001, 3), (0.875, 3), (0.9, 4)])
+def test_top_p_at_exact_boundaries(top_p, size):
+    """Dyadic probabilities, exact in float32: a nucleus that reaches p exactly takes no more tokens."""
+    probs = torch.tensor([0.0625, 0.5, 0.125, 0.0625, 0.25])
+    assert torch.equal(torch.softmax(probs.log(), -1), probs)
+    p = sampling_probs(probs.log(), top_p=top_p)
+    kept = probs.argsort(descending=True)[:min(size, 3)]      # the two 0.0625 tie: either may be 4th
+    assert (p > 0).sum() == size and (p[kept] > 0).all()
+
+
+def test_top_p_never_samples_outside_the_nucleus():
+    logits = PROBS.log().expand(2000, 4)
+    draws = sample(logits, top_p=0.7, generator=torch.Generator().manual_seed(0))
+    assert draws.shape == (2000,)
+    assert set(draws.tolist()) == {0, 1}                   # inside the nucleus, and both of it
+
+
+def test_top_k_keeps_exactly_k_even_with_ties():
+    logits = torch.tensor([[1.0, 1.0, 1.0, 0.0, 1.0], [3.0, 2.0, 2.0, 2.0, 1.0]])
+    p = sampling_probs(logits, top_k=2)
+    assert ((p > 0).sum(-1) == 2).all()
+    assert torch.allclose(p.sum(-1), torch.ones(2))
+    assert p[1, 0] > 0 and p[1, 4] == 0 and p[0, 3] == 0
+
+
+@pytest.mark.parametrize("T", [0.3, 1.0, 2.5])
+def test_temperature_scales_the_logits(T):
+    z = torch.randn(3, 7, generator=torch.Generator().manual_seed(8))
+    assert torch.allclose(sampling_probs(z, T), torch.softmax(z / T, -1), atol=1e-6)
+
+
+def test_rows_sum_to_one_and_no_restriction_is_plain_softmax():
+    z = torch.randn(4, 3, 9, generator=torch.Generator().manual_seed(5))
+    for kw in (dict(), dict(top_k=3), dict(top_p=0.5), dict(temperature=0.7, top_k=5, top_p=0.9)):
+        p = sampling_probs(z, **kw)
+        assert p.shape == z.shape and (p >= 0).all()
+        assert torch.allclose(p.sum(-1), torch.ones(4, 3), atol=1e-6)
+    plain = torch.softmax(z, -1)
+    for kw in (dict(top_p=1.0), dict(top_p=1), dict(top_k=9), dict(top_k=50), dict(top_k=9, top_p=1.0)):
+        assert torch.allclose(sampling_probs(z, **kw), plain, atol=1e-6)
+
+
+def test_empirical_frequencies_match_sampling_probs():
+    z = torch.tensor([1.0, 0.2, -0.5, 2.0, 0.0, -3.0, 1.5])
+    kw = dict(temperature=0.8, top_k=5, top_p=0.95)
+    p = sampling_probs(z, **kw)
+    draws = sample(z.expand(20000, 7), **kw, generator=torch.Generator().manual_seed(1))
+    freq = torch.bincount(draws, minlength=7) / 20000
+    assert (freq[p == 0] == 0).all()
+    assert torch.allclose(freq, p, atol=0.02)
+    assert (p > 0).sum() >= 3                              # a distribution worth checking
+
+
+def test_top_k_one_is_argmax_and_draws_nothing():
+    z = torch.randn(2, 3, 11, generator=torch.Generator().manual_seed(6))
+    g = torch.Generator().manual_seed(7)
+    state = g.get_state()
+    ids = sample(z, top_k=1, generator=g)
+    assert ids.shape == (2, 3) and torch.equal(ids, z.argmax(-1))
+    assert torch.equal(g.get_state(), state)
+    assert sample(z, temperature=5.0, generator=g).shape == (2, 3)
+
+
+@pytest.mark.parametrize("fn", [sample, sampling_probs])
+@pytest.mark.parametrize("kw, name, value", [
+    (dict(temperature=0), "temperature", "0"), (dict(temperature=-1), "temperature", "-1"),
+    (dict(temperature=float("nan")), "temperature", "nan"),
+    (dict(top_p=0), "top_p", "0"), (dict(top_p=1.5), "top_p", "1.5"),
+    (dict(top_k=0), "top_k", "0"), (dict(top_k=2.0), "top_k", "2.0"),
+])
+def test_bad_sampling_arguments(fn, kw, name, value):
+    with pytest.raises(ValueError, match=rf"{name} must .*but got {re.escape(value)}$"):
+        fn(torch.zeros(5), **kw)
+
+
+# --- generation -------------------------------------------------------------------------------------
+
+def _greedy(m, seq, n):
+    """Hand-written greedy decoding: recompute the whole sequence at every step."""
+    for _ in range(n):
+        seq = torch.cat([seq, m(seq)[:, -1].argmax(-1, keepdim=True)], 1)
+    return seq
+
+
+@pytest.fixture
+def prompt():
+    return _tokens(3, 4, seed=11)
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_greedy_generation_equals_a_hand_written_loop(prompt, use_cache):
+    m = _model()
+    want = _greedy(m, prompt, 9)
+    assert len(set(map(tuple, want[:, 4:].tolist()))) >= 2          # rows differ: a real check
+    assert torch.equal(generate(m, prompt, 9, top_k=1, use_cache=use_cache), want)
+    assert torch.equal(generate(m, prompt, 9, temperature=1e-6, use_cache=use_cache), want)
+
+
+def test_cache_equals_recomputation_when_sampling(prompt):
+    m = _model()
+    kw = dict(temperature=1.0, top_p=0.9)
+    a = generate(m, prompt, 12, **kw, generator=torch.Generator().manual_seed(4))
+    b = generate(m, prompt, 12, **kw, generator=torch.Generator().manual_seed(4), use_cache=False)
+    c = generate(m, prompt, 12, **kw, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)                                  # the draws are random at all
+
+
+def test_generate_shapes_and_training_mode(prompt):
+    m = _model()
+    m.train()
+    out = generate(m, prompt, 6, top_k=1)
+    assert m.training
+    assert out.shape == (3, 4 + 6) and torch.equal(out[:, :4], prompt)
+    one = generate(m, prompt[1], 6, top_k=1)
+    assert one.dim() == 1 and torch.equal(one, out[1])
+    assert torch.equal(generate(m, prompt, 0), prompt)
+    m.eval()
+    generate(m, prompt, 2)
+    assert not m.training
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_eos_pads_the_rest_of_a_row_and_stops_when_all_are_done(prompt, use_cache):
+    m = _model()
+    calls = []
+
+    def force_eos(module, inputs, out):
+        """Row 0 says EOS at its 2nd new token, every row at its 4th."""
+        calls.append(1)
+        out = out.clone()
+        if len(calls) == 2:
+            out[0, -1, EOS] += 1e3
+        if len(calls) == 4:
+            out[:, -1, EOS] += 1e3
+        return out
+
+    free = generate(m, prompt, 10, top_k=1)
+    assert not (free[:, 4:] == EOS).any()                      # EOS only comes from the hook
+    handle = m.out.register_forward_hook(force_eos)
+    try:
+        ids = generate(m, prompt, 10, top_k=1, eos_id=EOS, use_cache=use_cache)
+    finally:
+        handle.remove()
+    assert ids.shape == (3, 4 + 4)                             # stopped early, not at 10
+    assert ids[0, 4:].tolist() == [free[0, 4].item(), EOS, PAD, PAD]
+    assert torch.equal(ids[1:, :7], free[1:, :7]) and (ids[1:, 7] == EOS).all()
+
+
+@pytest.mark.parametrize("prompt_, n, message", [
+    (torch.ones(1, 25, dtype=torch.long), 0, "prompt length 25 exceeds the model's max_len=24"),
+    (torch.ones(1, 20, dtype=torch.long), 5, r"prompt length 20 \+ max_new_tokens 5 = 25 exceeds .*=24"),
+    (torch.ones(1, 0, dtype=torch.long), 3, "prompt is empty"),
+    (torch.ones(1, 3), 3, "prompt: expected integer ids .*torch.float32"),
+    (torch.ones(1, 1, 3, dtype=torch.long), 3, r"prompt: expected integer ids .*\(1, 1, 3\)"),
+    (torch.ones(1, 3, dtype=torch.long), -1, "max_new_tokens must be an integer >= 0, but got -1"),
+])
+def test_bad_generate_arguments(prompt_, n, message):
+    with pytest.raises(ValueError, match=message):
+        generate(_model(), prompt_, n)
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(temperature=0), "temperature must be a positive number, but got 0"),
+    (dict(top_p=1.5), r"top_p must be None or in \(0, 1\], but got 1.5"),
+    (dict(top_k=0), "top_k must be None or an integer >= 1, but got 0"),
+])
+def test_generate_checks_sampling_arguments(kw, message):
+    with pytest.raises(ValueError, match=message):
+        generate(_model(), torch.ones(1, 3, dtype=torch.long), 2, **kw)
+
+
+# --- translation as continuation --------------------------------------------------------------------
+
+EN = {"I": "我", "you": "你", "he": "他", "see": "看见", "like": "喜欢", "cats": "猫", "dogs": "狗", "fish": "鱼"}
+
+
+def _pairs():
+    """A toy language: English subject verb object ., Chinese word for word plus 。"""
+    out = []
+    for s in ("I", "you", "he"):
+        for v in ("see", "like"):
+            for o in ("cats", "dogs", "fish"):
+                out.append(([s, v, o, "."], [EN[s], EN[v], EN[o], "。"]))
+    out.append((["cats", "."], ["猫", "。"]))
+    return out
+
+
+def _vocab(pairs):
+    src, tgt = Vocab(t for en, _ in pairs for t in en), Vocab(t for _, zh in pairs for t in zh)
+    return continuation_vocab(src, tgt)
+
+
+def test_continuation_vocab_and_encoding():
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    assert SEP in vocab and all(t in vocab for en, zh in pairs for t in en + zh)
+    assert len(vocab) == 4 + len(set(EN) | {"."}) + len(set(EN.values()) | {"。"}) + 1
+    items = encode_continuation([pairs[0], pairs[-1]], vocab)
+    (ids, p), (ids2, p2) = items
+    assert [vocab.itos[i] for i in ids] == ["I", "see", "cats", ".", SEP, "我", "看见", "猫", "。", "<eos>"]
+    assert p == 5 and p2 == 3 and ids2[p2 - 1] == vocab.stoi[SEP]
+
+
+def test_continuation_batch_masks_the_prompt():
+    items = [([10, 11, 12, 3, 20, 21, 2], 4), ([13, 3, 22, 2], 2)]   # (ids, prompt length P)
+    x, y = continuation_batch(items, PAD)
+    assert x.tolist() == [[10, 11, 12, 3, 20, 21], [13, 3, 22, 2, 0, 0]]
+    assert y.tolist() == [[0, 0, 0, 20, 21, 2], [0, 22, 2, 0, 0, 0]]
+    for row, (ids, p) in enumerate(items):                  # pad exactly at t < P - 1, seq[1:] elsewhere
+        seq = ids + [PAD] * (7 - len(ids))
+        assert y[row].tolist() == [PAD if t < p - 1 else seq[t + 1] for t in range(6)]
+
+
+def test_train_and_translate_continuation():
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id))
+    cfg = dataclasses.replace(CONFIGS["tiny"], steps=40, batch_size=8)
+    run = train_continuation(model, vocab, pairs, cfg, progress=False)
+    loss = run.history["loss"]
+    assert len(loss) == 40 and run.history["step"][-1] == 40
+    assert sum(loss[-5:]) / 5 < sum(loss[:5]) / 5
+    assert not model.training
+    model.double()
+    hyps = translate_continuation(model, vocab, pairs)
+    assert len(hyps) == len(pairs) and all(isinstance(h, str) for h in hyps)
+    assert all(t in vocab for h in hyps for t in h.split())
+    assert hyps == [translate_continuation(model, vocab, [p])[0] for p in pairs]   # grouping keeps the order
+    g = lambda: torch.Generator().manual_seed(3)                                  # noqa: E731
+    sampled = translate_continuation(model, vocab, pairs, temperature=2.0, top_k=None, generator=g())
+    assert len(sampled) == len(pairs) and sampled != hyps
+    assert sampled == translate_continuation(model, vocab, pairs, temperature=2.0, top_k=None, generator=g())
+    result = evaluate_continuation(model, vocab, pairs)
+    assert result["hyps"] == hyps and 0.0 <= result["exact_match"] <= 1.0
+
+
+def test_score_of_the_references_is_perfect():
+    pairs = _pairs()
+    result = score(pairs, [" ".join(zh) for _, zh in pairs])
+    assert result["exact_match"] == 1.0 and result["bleu"] > 99
+    wrong = score(pairs, ["猫 。"] * len(pairs))
+    assert wrong["exact_match"] == 1 / len(pairs)
