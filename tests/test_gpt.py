@@ -412,3 +412,73 @@ def test_score_of_the_references_is_perfect():
     assert result["exact_match"] == 1.0 and result["bleu"] > 99
     wrong = score(pairs, ["猫 。"] * len(pairs))
     assert wrong["exact_match"] == 1 / len(pairs)
+
+
+# --- chapter 12's switches ---------------------------------------------------------------------
+
+from tf_tutorial.ffn import SwiGLUFeedForward  # noqa: E402
+from tf_tutorial.multihead import GroupedQueryAttention, MultiHeadAttention  # noqa: E402
+from tf_tutorial.norm import LayerNorm, RMSNorm  # noqa: E402
+
+SWITCHES = {"rms": dict(norm="rms"), "rope": dict(positions="rope"), "swiglu": dict(activation="swiglu", d_ff=14),
+            "gqa": dict(n_heads=4, d_model=16, n_kv_heads=2), "mqa": dict(n_heads=4, d_model=16, n_kv_heads=1),
+            "all": dict(norm="rms", positions="rope", activation="swiglu", d_ff=14, n_heads=4, d_model=16,
+                        n_kv_heads=2)}
+
+
+def test_the_default_block_is_chapter_8s_encoder_layer():
+    m = _model()
+    block = m.blocks[0]
+    assert type(block.self_attn) is MultiHeadAttention and type(block.attn_block.norm) is LayerNorm
+    assert type(m.norm) is LayerNorm and not isinstance(block.ffn, SwiGLUFeedForward)
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_each_switch_replaces_its_part_and_keeps_generation_exact(name):
+    kw = SWITCHES[name]
+    m = _model(**kw)
+    block = m.blocks[0]
+    rms = kw.get("norm") == "rms"
+    assert isinstance(block.attn_block.norm, RMSNorm) == rms and isinstance(m.norm, RMSNorm) == rms
+    assert isinstance(block.ffn, SwiGLUFeedForward) == (kw.get("activation") == "swiglu")
+    grouped = "n_kv_heads" in kw or kw.get("positions") == "rope"
+    assert isinstance(block.self_attn, GroupedQueryAttention) == grouped
+    if kw.get("positions") == "rope":
+        assert block.self_attn.rotary is not None and not any("positions" in n for n, _ in m.named_parameters())
+    prompt = _tokens(B=2, L=5)
+    cached = generate(m, prompt, 6, top_k=1)
+    assert torch.equal(cached, generate(m, prompt, 6, top_k=1, use_cache=False))
+    # causality holds with every part
+    t = _tokens(B=2, L=7)
+    changed = t.clone()
+    changed[:, 4] = 5
+    with torch.no_grad():
+        assert torch.allclose(m(t)[:, :4], m(changed)[:, :4], atol=1e-12)
+
+
+@pytest.mark.parametrize("n_kv", [4, 2, 1])
+def test_grouped_query_attention_shrinks_the_kv_cache(n_kv):
+    m = _model(n_heads=4, d_model=16, n_kv_heads=n_kv)
+    cache = m.new_cache()
+    with torch.no_grad():
+        m(_tokens(B=2, L=5), cache)
+    k = cache.layers[0].k
+    assert k.shape == (2, n_kv, 5, 4)
+
+
+def test_swiglu_at_two_thirds_width_matches_the_relu_ffn_in_parameters():
+    relu = count_parameters(GPT(GPTConfig(**{**SMALL, "d_model": 24, "d_ff": 48, "n_heads": 3})))
+    glu = count_parameters(GPT(GPTConfig(**{**SMALL, "d_model": 24, "d_ff": 32, "n_heads": 3,
+                                            "activation": "swiglu"})))
+    assert abs(glu - relu) / relu < 0.02
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(norm="batch"), "norm must be one of"),
+    (dict(n_kv_heads=2), "n_heads=3 is not divisible by n_kv_heads=2"),
+    (dict(n_kv_heads=0), "n_kv_heads must be a positive integer"),
+    (dict(positions="rope", d_model=15, n_heads=3), "needs an even head width"),
+])
+def test_switch_validation(kw, message):
+    with pytest.raises(ValueError, match=message):
+        GPTConfig(**{**SMALL, **kw})

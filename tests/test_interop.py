@@ -25,5 +25,5 @@ def test_rnn_options_we_do_not_model_are_refused(kwargs, pattern):
 
 
 def test_unsupported_module_names_what_is_supported():
-    with pytest.raises(TypeError, match=r"supports nn\.LayerNorm, nn\.MultiheadAttention, nn\.RNN, .*but got GRU"):
+    with pytest.raises(TypeError, match=r"supports nn\.LayerNorm, nn\.MultiheadAttention, nn\.RMSNorm, nn\.RNN, .*but got GRU"):
         from_torch(nn.GRU(3, 4))

@@ -8,7 +8,7 @@ from conftest import ROOT
 
 CHAPTER_MODULES = {"rnn", "embedding", "attention", "multihead", "norm", "residual", "ffn",
                    "encoder", "decoder", "model", "train", "decode", "metrics", "translate", "interop",
-                   "gpt"}
+                   "gpt", "rope", "flash"}
 SUBPACKAGES = {"experiments", "corpus", "timing", "book"}
 
 

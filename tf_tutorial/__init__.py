@@ -14,6 +14,8 @@
 ``decoder``    第 9 章  解码器
 ``model``      第 10 章 完整模型；``train``、``decode``、``metrics``、``translate`` 同属第 10 章
 ``gpt``        第 11 章 续篇：只用解码器的模型与采样
+``rope``       第 12 章 续篇：旋转位置编码（RMSNorm、GQA 在 ``norm``、``multihead`` 里）
+``flash``      第 12 章 续篇：FlashAttention 的分块算法
 ``interop``    与 ``torch.nn`` 互换权重（第 3–10 章用它验证本书的实现）
 =============  ==========================================
 

@@ -4,7 +4,8 @@ Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 
 Shape legend (book/appendix_notation.md): B batch, H heads, T query length, S key and value
 length (in self-attention S = T = L), d_k query/key width, d_v value width. ``...`` stands for
-any leading batch dimensions, e.g. (B,) or (B, H).
+any leading batch dimensions, e.g. (B,) or (B, H). H_kv: key/value heads of grouped-query
+attention (chapter 12), a divisor of H.
 Masks are boolean and True means "may attend", as in ``F.scaled_dot_product_attention``.
 """
 from __future__ import annotations
@@ -110,3 +111,38 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     if tokens.dim() != 2:
         raise ValueError(f"tokens: expected shape (B, S), but got {tuple(tokens.shape)}")
     return (tokens != pad_id)[:, None, :]
+
+
+def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                            mask: torch.Tensor | None = None) -> torch.Tensor:
+    """分组查询注意力（GQA）：每 H / H_kv 个相邻的查询头共用一个键值头。
+
+    Grouped-query attention (Ainslie et al., 2023): query head h uses key/value head
+    h // (H / H_kv), the grouping of ``F.scaled_dot_product_attention(..., enable_gqa=True)``.
+    H_kv = H is multi-head attention; H_kv = 1 is multi-query attention (Shazeer, 2019).
+    The readable path: repeat each key/value head H / H_kv times, then chapter 3's function.
+
+    Args:
+        q: (..., H, L, d_k); k: (..., H_kv, S, d_k); v: (..., H_kv, S, d_v); H_kv divides H.
+        mask: boolean, broadcastable to (..., H, L, S), True = may attend (default None).
+    Returns:
+        out (..., H, L, d_v) only, like ``F.scaled_dot_product_attention``; a query whose keys
+        are all masked gets zeros.
+    Raises:
+        ValueError: fewer than 3 dimensions, k and v with different numbers of heads, H not
+            divisible by H_kv, or a mask that is not boolean or does not broadcast.
+    """
+    if q.dim() < 3 or k.dim() < 3 or v.dim() < 3:
+        raise ValueError(f"q, k, v: expected at least 3 dimensions (..., heads, L, d), but got shapes "
+                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    n_heads, n_kv_heads = q.shape[-3], k.shape[-3]
+    if v.shape[-3] != n_kv_heads:
+        raise ValueError(f"k and v must have the same number of heads H_kv, but got k "
+                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+    if n_kv_heads < 1 or n_heads % n_kv_heads != 0:
+        raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}: q has "
+                         f"{n_heads} heads, k and v have {n_kv_heads}")
+    group = n_heads // n_kv_heads                  # query heads per key/value head
+    k = k.repeat_interleave(group, dim=-3)                                   # (..., H, S, d_k)
+    v = v.repeat_interleave(group, dim=-3)                                   # (..., H, S, d_v)
+    return scaled_dot_product_attention(q, k, v, mask)[0]                    # (..., H, L, d_v)

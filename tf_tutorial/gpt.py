@@ -24,13 +24,18 @@ from torch import nn
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import LearnedPositionalEncoding, SinusoidalPositionalEncoding, TokenEmbedding
+from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
+from tf_tutorial.ffn import SwiGLUFeedForward
 from tf_tutorial.model import require_positive_ints
-from tf_tutorial.multihead import KVCache
+from tf_tutorial.multihead import GroupedQueryAttention, KVCache
+from tf_tutorial.norm import RMSNorm
 from tf_tutorial.residual import stack_norm
+from tf_tutorial.rope import RotaryEmbedding
 
-POSITIONS = ("sinusoidal", "learned")
-ACTIVATIONS = ("relu", "gelu")
+POSITIONS = ("sinusoidal", "learned", "rope")
+ACTIVATIONS = ("relu", "gelu", "swiglu")
+NORMS = ("layer", "rms")
 
 
 @dataclass(frozen=True)
@@ -39,9 +44,14 @@ class GPTConfig:
 
     Hyperparameters of a decoder-only model.
 
-    ``norm_first``: True = Pre-LN with a final LayerNorm (GPT-2 and later), False = Post-LN.
-    ``positions``: "sinusoidal" (the 2017 table, as in chapter 10) or "learned" (GPT-1/2).
-    ``activation``: the FFN's, "relu" (2017) or "gelu" (GPT-1/2/3).
+    ``norm_first``: True = Pre-LN with a final norm (GPT-2 and later), False = Post-LN.
+    ``positions``: "sinusoidal" (the 2017 table, as in chapter 10), "learned" (GPT-1/2) or
+    "rope" (rotary, inside attention: nothing is added to the token vectors; chapter 12).
+    ``activation``: the FFN's, "relu" (2017), "gelu" (GPT-1/2/3) or "swiglu" (a gated FFN with
+    three (D, d_ff) matrices, chapter 7; LLaMA). Chapter 12's switches also include
+    ``norm``: "layer" (LayerNorm) or "rms" (RMSNorm), and ``n_kv_heads``: key/value heads
+    shared by groups of query heads (None = ``n_heads``: ordinary multi-head attention;
+    1 = multi-query attention).
     ``pad_id``: the padding token (never a key); ``eos_id``: where :func:`generate` may stop.
     The output layer always reuses the token embedding (tied, as in GPT-2 and chapter 10).
     """
@@ -59,6 +69,9 @@ class GPTConfig:
     positions: str = "sinusoidal"
     activation: str = "gelu"
     eps: float = 1e-5
+    norm: str = "layer"
+    n_kv_heads: int | None = None
+    rope_base: float = 10000.0
 
     def __post_init__(self):
         require_positive_ints(self, ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
@@ -76,12 +89,34 @@ class GPTConfig:
             raise ValueError(f"positions must be one of {POSITIONS}, but got {self.positions!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, but got {self.activation!r}")
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, but got {self.norm!r}")
+        if self.n_kv_heads is not None:
+            require_positive_ints(self, ("n_kv_heads",))
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
+        if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
+            raise ValueError(f"positions='rope' needs an even head width, but d_model / n_heads = "
+                             f"{self.d_model // self.n_heads}")
         if not self.eps > 0:
             raise ValueError(f"eps must be positive, but got {self.eps}")
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点或记录用）。"""
         return asdict(self)
+
+
+class NoPositions(_PositionalBase):
+    """不加位置编码（用 RoPE 时位置在注意力里），只做 dropout 并检查长度。
+
+    With RoPE the positions live inside attention: nothing is added to the token vectors.
+    Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
+    """
+
+    def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """检查位置不超过 max_len，再做 dropout。"""
+        self._check(x, start)
+        return self.dropout(x)
 
 
 class GPTCache:
@@ -108,7 +143,10 @@ class GPTBlock(EncoderLayer):
     """只用解码器的模型的一层：就是第 8 章的编码器层，只是配上因果掩码，并能带 KV 缓存。
 
     Chapter 8's encoder layer, used with a causal mask. The parameters and the maths are the
-    encoder layer's; ``forward`` only adds the cache and the attention weights.
+    encoder layer's; ``forward`` only adds the cache and the attention weights. Chapter 12's
+    switches replace single parts: ``activation="swiglu"`` the FFN (chapter 7's SwiGLU),
+    ``norm="rms"`` both norms, ``n_kv_heads`` or ``rotary`` the attention (grouped-query
+    attention, with RoPE applied to q and k).
 
     Shape:
         x (B, L, D); mask boolean, broadcastable to (B, L, t + L), True = may attend; with a
@@ -116,6 +154,20 @@ class GPTBlock(EncoderLayer):
     Returns:
         (B, L, D); with ``return_weights=True`` also the weights (B, H, L, t + L).
     """
+
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5, norm: str = "layer", n_kv_heads: int | None = None,
+                 rotary: RotaryEmbedding | None = None):
+        gated = activation == "swiglu"
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first, "relu" if gated else activation, eps)
+        # chapter 12's parts replace chapter 8's one by one; with the defaults nothing is replaced
+        if gated:
+            self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout)
+        if norm == "rms":
+            self.attn_block.norm, self.ffn_block.norm = RMSNorm(d_model, eps), RMSNorm(d_model, eps)
+        if rotary is not None or (n_kv_heads or n_heads) != n_heads:
+            self.self_attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads or n_heads, dropout,
+                                                   rotary=rotary)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None,
                 return_weights: bool = False):
@@ -158,11 +210,16 @@ class GPT(nn.Module):
         super().__init__()
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
-        position = SinusoidalPositionalEncoding if c.positions == "sinusoidal" else LearnedPositionalEncoding
+        position = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEncoding,
+                    "rope": NoPositions}[c.positions]
         self.positions = position(c.d_model, c.max_len, c.dropout)
-        self.blocks = nn.ModuleList(GPTBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
-                                             c.activation, c.eps) for _ in range(c.n_layers))
+        rotary = (RotaryEmbedding(c.d_model // c.n_heads, c.max_len, c.rope_base)
+                  if c.positions == "rope" else None)
+        self.blocks = nn.ModuleList(GPTBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation,
+                                             c.eps, c.norm, c.n_kv_heads, rotary) for _ in range(c.n_layers))
         self.norm = stack_norm(c.d_model, c.norm_first, eps=c.eps)
+        if c.norm == "rms" and c.norm_first:
+            self.norm = RMSNorm(c.d_model, c.eps)
         self.out = nn.Linear(c.d_model, c.vocab_size, bias=False)
         self.out.weight = self.embed.table.weight                           # (|V|, D): one matrix, two uses
 

@@ -205,3 +205,33 @@ def convert_decoder(m: nn.TransformerDecoder) -> nn.Module:
     first = m.layers[0]
     return _convert_stack(m, Decoder(first.self_attn.embed_dim, first.self_attn.num_heads,
                                      first.linear1.out_features, 0))
+
+
+def convert_rms_norm(m: nn.Module) -> nn.Module:
+    """把 ``nn.RMSNorm`` 换成本书的 ``RMSNorm``（第 12 章）。
+
+    ``eps=None`` in PyTorch means the machine epsilon of the dtype the norm is computed in:
+    ``torch.finfo(torch.float32).eps`` (≈ 1.19e-7) for float32, bfloat16 and float16 modules,
+    ``torch.finfo(torch.float64).eps`` for float64 ones. Our ``RMSNorm`` holds a number, so it
+    gets the value for the module's dtype now; a later ``.double()`` does not change it.
+
+    Raises:
+        ValueError: more than one normalised dimension, or no weight (elementwise_affine=False).
+    """
+    from tf_tutorial.norm import RMSNorm
+
+    if len(m.normalized_shape) != 1 or m.weight is None:
+        raise ValueError(f"from_torch(nn.RMSNorm): expected one normalised dimension with a "
+                         f"weight, but got normalized_shape={m.normalized_shape}, "
+                         f"elementwise_affine={m.elementwise_affine}")
+    eps = m.eps
+    if eps is None:
+        eps = torch.finfo(torch.promote_types(m.weight.dtype, torch.float32)).eps
+    ours = _placed_like(RMSNorm(m.normalized_shape[0], eps=eps), m)
+    with torch.no_grad():
+        ours.weight.copy_(m.weight)
+    return ours
+
+
+if hasattr(nn, "RMSNorm"):  # torch >= 2.4; the package itself asks for torch >= 2.2
+    _converter(nn.RMSNorm)(convert_rms_norm)

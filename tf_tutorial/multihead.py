@@ -4,7 +4,8 @@ MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,  head_i = Attention(Q W_i^
 
 Shape legend (book/appendix_notation.md): B batch, T query length, S key and value length
 (in self-attention S = T = L), D d_model, H heads, d_k = D / H the width of one head,
-t positions already in a cache.
+t positions already in a cache, H_kv key/value heads of :class:`GroupedQueryAttention`
+(chapter 12; H_kv = H is multi-head attention, H_kv = 1 multi-query attention).
 """
 from __future__ import annotations
 
@@ -141,4 +142,110 @@ class MultiHeadAttention(nn.Module):
         else:
             out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
         out = self.w_o(self.merge_heads(out))                                # (B, T, D)
+        return (out, weights) if return_weights else out
+
+
+def _fused_grouped(q, k, v, mask, dropout_p: float) -> torch.Tensor:
+    """``F.scaled_dot_product_attention(..., enable_gqa=True)``; empty rows → zeros, as fused_attention."""
+    sdpa = nn.functional.scaled_dot_product_attention
+    if mask is None:
+        return sdpa(q, k, v, dropout_p=dropout_p, enable_gqa=True)
+    has_key = mask.any(dim=-1, keepdim=True)                                 # (B, 1, T, 1)
+    safe = mask | ~has_key  # let empty rows attend anywhere, then zero them below
+    return sdpa(q, k, v, attn_mask=safe, dropout_p=dropout_p, enable_gqa=True).masked_fill(~has_key, 0.0)
+
+
+class GroupedQueryAttention(nn.Module):
+    """分组查询注意力层（GQA）：H 个查询头只配 H_kv 个键值头，KV 缓存因此小 H / H_kv 倍。
+
+    Multi-head attention whose keys and values have only H_kv heads (Ainslie et al., 2023): each
+    group of H / H_kv consecutive query heads shares one, as in
+    :func:`~tf_tutorial.attention.grouped_query_attention`. W^K and W^V map D → H_kv·d_k, so a
+    :class:`KVCache` holds (B, H_kv, t, d_k), H / H_kv times less than for
+    :class:`MultiHeadAttention`. H_kv = H is multi-head attention, H_kv = 1 multi-query attention.
+
+    Args:
+        d_model: D. n_heads: H, must divide D. n_kv_heads: H_kv >= 1, must divide H.
+        dropout: dropout on the attention weights, training only (default 0.0).
+        bias: biases in the four projections (default True).
+        rotary: None (default) or a position rotation with ``forward(x, start)``, e.g.
+            ``tf_tutorial.rope.RotaryEmbedding(d_k)``: q and k are rotated after the split into
+            heads and before the cache update, the new positions starting at ``cache.length``
+            (0 without a cache). Self-attention only: with a static cache it raises.
+    Shape:
+        As :class:`MultiHeadAttention`: query (B, T, D); key, value (B, S, D); mask boolean,
+        broadcastable to (B, T, S), with a cache (B, T, t + S); True = may attend, every head.
+    Returns:
+        (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S), from the readable
+        path; otherwise ``F.scaled_dot_product_attention(..., enable_gqa=True)`` (torch >= 2.5).
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, dropout: float = 0.0,
+                 bias: bool = True, rotary=None):
+        super().__init__()
+        if n_heads < 1 or d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        if n_kv_heads < 1:
+            raise ValueError(f"n_kv_heads must be >= 1, but got {n_kv_heads}")
+        if n_heads % n_kv_heads != 0:
+            raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
+        self.d_k, self.dropout = d_model // n_heads, dropout
+        if getattr(rotary, "head_dim", self.d_k) != self.d_k:
+            raise ValueError(f"rotary: expected head_dim {self.d_k} (d_model / n_heads), but got "
+                             f"{rotary.head_dim}")
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)
+        self.rotary = rotary
+
+    def split_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
+        """把 (B, L, n·d_k) 拆成 n 个头：(B, n, L, d_k)。"""
+        B, L, _ = x.shape
+        return x.view(B, L, n_heads, self.d_k).transpose(1, 2)              # (B, n, L, d_k)
+
+    def forward(self, query, key, value, mask=None, return_weights: bool = False,
+                cache: KVCache | None = None):
+        """投影并拆头，（可选）旋转 q 和 k，更新缓存，再做注意力。"""
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dim() != 3 or t.shape[-1] != self.d_model:
+                raise ValueError(f"{name}: expected shape (B, L, {self.d_model}), "
+                                 f"but got {tuple(t.shape)}")
+        if self.rotary is not None and cache is not None and cache.static:
+            raise ValueError("cache: rotary positions need a self-attention cache (static=False), "
+                             "but got static=True")
+        q = self.split_heads(self.w_q(query), self.n_heads)                  # (B, H, T, d_k)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v              # cross-attention: the memory was projected at step 1
+        else:
+            k = self.split_heads(self.w_k(key), self.n_kv_heads)             # (B, H_kv, S, d_k)
+            v = self.split_heads(self.w_v(value), self.n_kv_heads)           # (B, H_kv, S, d_k)
+            if self.rotary is not None:          # the new positions start where the cache ends
+                start = 0 if cache is None else cache.length
+                q, k = self.rotary(q, start), self.rotary(k, start)
+            if cache is not None:
+                k, v = cache.update(k, v)                                    # (B, H_kv, t + S, d_k)
+        return self.attend(q, k, v, mask, return_weights)
+
+    def attend(self, q, k, v, mask=None, return_weights: bool = False):
+        """H 个查询头对 H_kv 个键值头做注意力，再拼接各头并做输出投影。
+
+        q (B, H, T, d_k) against k, v (B, H_kv, S, d_k) → (B, T, D).
+        """
+        if mask is not None:
+            check_mask(mask, (q.shape[0], q.shape[2], k.shape[2]))           # (B, T, S)
+            if mask.dim() == 3:
+                mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
+        p = self.dropout if self.training else 0.0
+        if return_weights:  # the readable path: each key/value head repeated for its group
+            group = self.n_heads // self.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, H, S, d_k)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+        else:
+            out, weights = _fused_grouped(q, k, v, mask, p), None
+        B, _, T, _ = out.shape
+        out = self.w_o(out.transpose(1, 2).reshape(B, T, self.d_model))      # (B, T, D)
         return (out, weights) if return_weights else out

@@ -1,6 +1,7 @@
 """第 5 章：层归一化（Layer Normalization）。
 
 LayerNorm(x) = (x − μ) / sqrt(σ² + ε) · γ + β,  μ and σ² over the last dimension (biased σ²).
+RMSNorm(x) = x / sqrt(mean(x²) + ε) · γ (chapter 12): no mean subtracted, no β.
 
 Shape legend: B batch, L sequence length, D d_model (the normalised dimension).
 """
@@ -60,3 +61,48 @@ def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """
     mu = x.mean(dim=-1, keepdim=True)
     return (x - mu) / (x.std(dim=-1, keepdim=True) + eps)
+
+
+class RMSNorm(nn.Module):
+    """均方根归一化（RMSNorm）：只按均方根缩放，不减均值，也没有偏置 β。
+
+    RMSNorm(x) = x / sqrt(mean(x²) + ε) · γ,  mean(x²) over the last dimension.
+
+    Zhang & Sennrich (2019, ``zhang2019root``) drop two things from :class:`LayerNorm`: the
+    subtraction of the mean μ (so RMSNorm(x + c) ≠ RMSNorm(x): no shift invariance) and the
+    bias β. What stays is the re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
+
+    Equal to ``nn.RMSNorm(D, eps)``, also in bfloat16 and float16: as PyTorch does, mean(x²),
+    the root and the product with γ are computed in float32 (float64 stays float64) and the
+    result is cast back to x's dtype.
+
+    Args:
+        d_model: D, the size of the last dimension.
+        eps: ε, added to mean(x²) inside the root (default 1e-6). ``nn.RMSNorm``'s default
+            ``eps=None`` means ``torch.finfo(torch.float32).eps`` (float64: its own eps).
+    Shape:
+        x (..., D) → (..., D), in x's dtype.
+    Raises:
+        ValueError: eps <= 0, or x whose last dimension is not D.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        if eps <= 0:
+            raise ValueError(f"eps must be positive, but got {eps}")
+        self.d_model, self.eps = d_model, eps
+        self.weight = nn.Parameter(torch.ones(d_model))   # γ; no β
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """把每个位置的 D 个特征除以它们的均方根，再乘 γ。"""
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape "
+                             f"{tuple(x.shape)}")
+        work = torch.promote_types(x.dtype, torch.float32)   # at least float32, as nn.RMSNorm
+        xw = x.to(work)
+        rms = torch.sqrt(xw.pow(2).mean(dim=-1, keepdim=True) + self.eps)   # (..., 1)
+        return (xw / rms * self.weight.to(work)).to(x.dtype)                # (..., D)
+
+    def extra_repr(self) -> str:
+        """打印模块时显示的参数。"""
+        return f"{self.d_model}, eps={self.eps}"
