@@ -37,11 +37,14 @@ VARIANTS = {
     "all": ("四项一起：RMSNorm + RoPE + SwiGLU + GQA", {"norm": "rms", "positions": "rope",
                                                     "activation": "swiglu", "d_ff": 172, "n_kv_heads": 2}),
 }
+# the same runs with other seeds (other initial weights and batch orders): how far runs that differ
+# only by chance lie apart, for the baseline and for the one part whose effect looked large
+SEEDS = {f"{name}_seed{s}": (name, s) for name in ("base", "rope") for s in (1, 2)}
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.ch12_variants", description=__doc__.splitlines()[0])
-    p.add_argument("--only", nargs="+", choices=sorted(VARIANTS), default=None)
+    p.add_argument("--only", nargs="+", choices=sorted(VARIANTS) + sorted(SEEDS), default=None)
     args = p.parse_args(argv)
     budget = load_record("ch11_budget.json")
     if budget is None:
@@ -60,13 +63,16 @@ def main(argv=None) -> int:
                               f"one GPTConfig switch changed per variant; greedy decoding"),
                    "steps": steps})
     results = record.setdefault("variants", {})
-    for name in args.only or VARIANTS:
-        label, overrides = VARIANTS[name]
+    for name in args.only or [*VARIANTS, *SEEDS]:
+        variant, seed = SEEDS.get(name, (name, cfg.seed))
+        label, overrides = VARIANTS[variant]
         vcfg = dataclasses.replace(gpt_cfg, **overrides)
-        torch.manual_seed(cfg.seed)
-        run = train_continuation(GPT(vcfg), vocab, corpus.train, train_cfg, progress=False)
+        seed_cfg = dataclasses.replace(train_cfg, seed=seed)
+        torch.manual_seed(seed)
+        run = train_continuation(GPT(vcfg), vocab, corpus.train, seed_cfg, progress=False)
         h = run.history
-        row = {"label": label, "config": vcfg.to_dict(), "parameters": count_parameters(run.model),
+        row = {"label": label, "variant": variant, "seed": seed, "config": vcfg.to_dict(),
+               "parameters": count_parameters(run.model),
                "train_seconds": round(h["seconds"], 1), "final_loss": float(np.mean(h["loss"][-20:])),
                "loss_curve": h["loss"][::4]}
         for split in ("test", "longer"):

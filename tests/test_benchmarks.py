@@ -170,3 +170,21 @@ def test_torch_core_baseline_computes_what_our_model_computes():
         src[1, 4:] = 0
         with torch.no_grad():
             assert torch.allclose(ours(src, tgt), ref(src, tgt), atol=1e-10)
+
+
+def test_quick_run_has_chapter_12s_rows_and_the_tiled_path_is_small(quick):
+    norms = {row["impl"] for row in quick["rows"] if row["benchmark"] == "norm fwd+bwd"}
+    assert norms == {"nn.LayerNorm", "ours, LayerNorm", "nn.RMSNorm", "ours, RMSNorm"}
+    paths = [row for row in quick["rows"] if row["benchmark"] == "attention paths (forward)"]
+    by = {(row["size"], row["impl"]): row["largest_tensor_bytes"] for row in paths}
+    for L in (32, 64):
+        # the reference path holds the (H, L, L) scores; the tiled path never more than L×d_k or a tile
+        assert by[f"L={L}", "ours, reference path"] >= 2 * L * L * 4
+        assert by[f"L={L}", "ours, tiled (flash)"] <= max(2 * L * 16, 2 * 16 * 16) * 4
+
+
+def test_largest_tensor_bytes_sees_the_biggest_intermediate():
+    from tf_tutorial.timing.clock import largest_tensor_bytes
+    x = torch.randn(10, 3)
+    assert largest_tensor_bytes(lambda: x @ x.T) == 10 * 10 * 4           # the (10, 10) product
+    assert largest_tensor_bytes(lambda: (x @ x.T).sum()) == 10 * 10 * 4   # gone by the end, still seen

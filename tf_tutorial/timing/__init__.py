@@ -6,8 +6,8 @@
 - ``compare``：附录 A 的各项比较（注意力、完整训练步及其 QKV 合并投影的消融、解码）和
   ``python -m benchmarks`` 的结果与记录（``run_all``、``write_record``）。
 """
-from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, machine_label, median_time,
-                                      saved_activation_bytes, timed)
+from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, largest_tensor_bytes,
+                                      machine_label, median_time, saved_activation_bytes, timed)
 
-__all__ = ["describe_machine", "interleaved_medians", "machine_label", "median_time",
+__all__ = ["describe_machine", "interleaved_medians", "largest_tensor_bytes", "machine_label", "median_time",
            "saved_activation_bytes", "timed"]

@@ -122,3 +122,30 @@ def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
         out = fn()
     del out
     return sum(storages.values())
+
+
+def largest_tensor_bytes(fn: Callable[[], object]) -> int:
+    """``fn()`` 运行时任何一个算子产生的最大张量占多少字节（不求梯度）。
+
+    Every operation's outputs are recorded through a ``TorchDispatchMode``; the result is the
+    size of the largest one. For attention it tells an (L, S) score matrix from a block-sized
+    tile, independent of the allocator and of the machine.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    class Largest(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for t in tree_flatten(out)[0]:
+                if isinstance(t, torch.Tensor):
+                    self.bytes = max(self.bytes, t.numel() * t.element_size())
+            return out
+
+    with torch.no_grad(), Largest() as rec:
+        fn()
+    return rec.bytes

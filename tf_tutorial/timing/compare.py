@@ -26,7 +26,8 @@ from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.interop import from_torch
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.timing.clock import describe_machine, interleaved_medians, saved_activation_bytes
+from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, largest_tensor_bytes,
+                                      saved_activation_bytes)
 
 
 class PackedQKVAttention(MultiHeadAttention):
@@ -103,7 +104,11 @@ _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention", "nn.Transformer":
              "ours, packed QKV": "本书实现（融合路径，QKV 合成一次投影）",
              "KV cache": "KV 缓存", "recompute": "每步重算前缀",
              "attention fwd+bwd": "注意力（前向 + 反向）", "decode greedy": "贪心解码",
-             "chapter-10 model": "第 10 章 CPU 模型的形状", "tiny": "极小模型"}
+             "chapter-10 model": "第 10 章 CPU 模型的形状", "tiny": "极小模型",
+             "norm fwd+bwd": "归一化（前向 + 反向）", "ours, LayerNorm": "本书的 LayerNorm",
+             "ours, RMSNorm": "本书的 RMSNorm", "nn.LayerNorm": "nn.LayerNorm", "nn.RMSNorm": "nn.RMSNorm",
+             "attention paths (forward)": "注意力的三条路径（前向，因果）",
+             "ours, tiled (flash)": "本书的分块实现（FlashAttention 的算法）"}
 _ZH_PATTERNS = [(r"^training step \((.+)\)$", r"训练步（\1）"), (r"bf16 autocast", "bf16 自动混合精度"),
                 (r"^decode beam (\d+)$", r"束搜索解码（k = \1）"), (r"^(\d+) tokens$", r"\1 个词元")]
 
@@ -245,9 +250,14 @@ _CH10_MODEL = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, vocab=1000)
 _TINY_MODEL = dict(d_model=32, n_heads=2, n_layers=1, d_ff=64, vocab=1000)
 SIZES = {
     "full": {"repeat": 21, "attention": dict(lengths=[64, 256, 1024], batch=8, d_model=256, n_heads=8),
+             "norm": dict(batch=32, length=256, d_model=512),
+             # chapter 12: forward only, one sequence; the tiled loop is slow in Python, so fewer repeats
+             "attention_paths": dict(lengths=[256, 1024, 4096], n_heads=4, d_k=32, block_size=64, repeat=3),
              "training_step": dict(_CH10_MODEL, batch=80, length=24),
              "decoding": dict(_CH10_MODEL, tokens=[16, 64], batch=8, src_len=20, beam_size=4)},
     "quick": {"repeat": 2, "attention": dict(lengths=[32, 64, 128], batch=4, d_model=64, n_heads=4),
+              "norm": dict(batch=4, length=16, d_model=64),
+              "attention_paths": dict(lengths=[32, 64], n_heads=2, d_k=16, block_size=16, repeat=2),
               "training_step": dict(_TINY_MODEL, batch=8, length=12),
               "decoding": dict(_TINY_MODEL, tokens=[8, 16], batch=2, src_len=20, beam_size=2)},
 }
@@ -302,6 +312,45 @@ def _decoding_rows(s: dict, repeat: int, device: str) -> list[dict]:
     return rows
 
 
+def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
+    """Chapter 12: RMSNorm beside LayerNorm (ours and torch.nn), forward + backward."""
+    from tf_tutorial.norm import LayerNorm, RMSNorm
+
+    D = s["d_model"]
+    x = torch.randn(s["batch"], s["length"], D, device=device, requires_grad=True)
+    mods = {"nn.LayerNorm": nn.LayerNorm(D), "ours, LayerNorm": LayerNorm(D),
+            "nn.RMSNorm": nn.RMSNorm(D, eps=1e-6), "ours, RMSNorm": RMSNorm(D)}
+
+    def step(m):
+        return lambda: m(x).sum().backward()
+
+    t = interleaved_medians({k: step(m.to(device)) for k, m in mods.items()}, repeat=repeat)
+    return [{"benchmark": "norm fwd+bwd", "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
+             "seconds": v, "ratio": v / t["nn.LayerNorm"]} for k, v in t.items()]
+
+
+def _attention_path_rows(s: dict, device: str) -> list[dict]:
+    """Chapter 12: the three attention paths, forward only, causal: time and the largest tensor."""
+    from tf_tutorial.attention import causal_mask, scaled_dot_product_attention
+    from tf_tutorial.flash import flash_attention
+
+    rows = []
+    for L in s["lengths"]:
+        q = torch.randn(1, s["n_heads"], L, s["d_k"], device=device)
+        mask = causal_mask(L, device)
+        fns = {"F.scaled_dot_product_attention":
+               lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True),
+               "ours, reference path": lambda: scaled_dot_product_attention(q, q, q, mask),
+               "ours, tiled (flash)": lambda: flash_attention(q, q, q, causal=True, block_size=s["block_size"])}
+        with torch.no_grad():
+            t = interleaved_medians(fns, repeat=s["repeat"], warmup=1)
+        for k, fn in fns.items():
+            rows.append({"benchmark": "attention paths (forward)", "size": f"L={L}", "impl": k,
+                         "seconds": t[k], "ratio": t[k] / t["F.scaled_dot_product_attention"],
+                         "largest_tensor_bytes": largest_tensor_bytes(fn)})
+    return rows
+
+
 def run_all(quick: bool = False, device: str = "cpu", repeat: int | None = None) -> dict:
     """所有比较，排成一张表的各行，连同机器、日期、方法和所用时间。
 
@@ -313,7 +362,9 @@ def run_all(quick: bool = False, device: str = "cpu", repeat: int | None = None)
     machine, start, load = describe_machine(device), time.perf_counter(), os.getloadavg()[0]
     rows = (_attention_rows(sizes["attention"], rep, device)
             + _training_rows(sizes["training_step"], rep, device, quick)
-            + _decoding_rows(sizes["decoding"], rep, device))
+            + _decoding_rows(sizes["decoding"], rep, device)
+            + _norm_rows(sizes["norm"], rep, device)
+            + _attention_path_rows(sizes["attention_paths"], device))
     return {"what": "python -m benchmarks: this package beside torch.nn, side by side",
             "machine": machine, "quick": quick,
             "method": {"timing": METHOD, "repeat": rep,
@@ -325,12 +376,13 @@ def run_all(quick: bool = False, device: str = "cpu", repeat: int | None = None)
 def to_markdown(result: dict) -> str:
     """:func:`run_all` 的各行排成 Markdown 表（比值相对每组的基准），标签用中文。"""
     lines = [f"机器：{result['machine']['label']}", "",
-             "| 测试 | 规模 | 实现 | 毫秒 | 相对基准 | 保存的激活（MiB） |",
-             "|---|---|---|---:|---:|---:|"]
+             "| 测试 | 规模 | 实现 | 毫秒 | 相对基准 | 保存的激活（MiB） | 最大的中间张量（MiB） |",
+             "|---|---|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         mem = f"{r['memory_bytes'] / 2**20:.1f}" if "memory_bytes" in r else ""
+        big = f"{r['largest_tensor_bytes'] / 2**20:.2f}" if "largest_tensor_bytes" in r else ""
         lines.append(f"| {zh(r['benchmark'])} | {zh(r['size'])} | {zh(r['impl'])} | "
-                     f"{1e3 * r['seconds']:.2f} | {r['ratio']:.2f}× | {mem} |")
+                     f"{1e3 * r['seconds']:.2f} | {r['ratio']:.2f}× | {mem} | {big} |")
     return "\n".join(lines)
 
 
