@@ -188,3 +188,10 @@ def test_largest_tensor_bytes_sees_the_biggest_intermediate():
     x = torch.randn(10, 3)
     assert largest_tensor_bytes(lambda: x @ x.T) == 10 * 10 * 4           # the (10, 10) product
     assert largest_tensor_bytes(lambda: (x @ x.T).sum()) == 10 * 10 * 4   # gone by the end, still seen
+
+
+def test_operation_names_counts_a_fused_kernel_once():
+    from tf_tutorial.timing.clock import operation_names
+    x = torch.randn(3, 4)
+    assert operation_names(lambda: torch.nn.functional.layer_norm(x, (4,))) == ["native_layer_norm.default"]
+    assert len(operation_names(lambda: (x * 2).sum())) == 2

@@ -27,7 +27,7 @@ from tf_tutorial.embedding import LearnedPositionalEncoding, SinusoidalPositiona
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import require_positive_ints
+from tf_tutorial.model import check_shape, require_positive_ints
 from tf_tutorial.multihead import GroupedQueryAttention, KVCache
 from tf_tutorial.norm import RMSNorm
 from tf_tutorial.residual import stack_norm
@@ -74,11 +74,7 @@ class GPTConfig:
     rope_base: float = 10000.0
 
     def __post_init__(self):
-        require_positive_ints(self, ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), but got {self.dropout}")
+        check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < self.vocab_size:
@@ -444,16 +440,14 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg, device: str | torch
     """
     import contextlib
 
-    from tf_tutorial.train import _progress, autocast_dtype, noam_lr
+    from tf_tutorial.train import _progress, autocast_dtype, optimizer_and_schedule
 
     dev = torch.device(device)
     torch.manual_seed(cfg.seed)
     model.to(dev)
     items = encode_continuation(pairs, vocab)
     lengths = batch_lengths(items)
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: noam_lr(s + 1, model.config.d_model, cfg.warmup, cfg.lr_scale))
+    opt, sched = optimizer_and_schedule(model, cfg, model.config.d_model)
     loss_fn = nn.CrossEntropyLoss(ignore_index=vocab.pad_id, label_smoothing=cfg.label_smoothing)
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)

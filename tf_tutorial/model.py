@@ -28,6 +28,19 @@ def require_positive_ints(obj, names) -> None:
             raise ValueError(f"{name} must be a positive integer, but got {value!r}")
 
 
+def check_shape(config, sizes) -> None:
+    """检查配置里的尺寸都是正整数、头数整除宽度、dropout 在 [0, 1) 里（第 10、11 章的配置共用）。
+
+    ``sizes``: the names of the config's integer sizes; ``d_model``, ``n_heads`` and ``dropout``
+    are checked too. Raise ``ValueError`` naming the first bad value.
+    """
+    require_positive_ints(config, sizes)
+    if config.d_model % config.n_heads:
+        raise ValueError(f"d_model={config.d_model} is not divisible by n_heads={config.n_heads}")
+    if not 0.0 <= config.dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), but got {config.dropout}")
+
+
 @dataclass(frozen=True)
 class TransformerConfig:
     """Transformer 的超参数，默认值就是论文的 base 模型。
@@ -58,12 +71,7 @@ class TransformerConfig:
     tie_output: bool = True
 
     def __post_init__(self):
-        require_positive_ints(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers",
-                                     "d_ff", "max_len"))
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), but got {self.dropout}")
+        check_shape(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"pad_id={self.pad_id} is not a valid id for vocabularies of size "
                              f"{self.src_vocab_size} and {self.tgt_vocab_size}")

@@ -91,6 +91,18 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig, d_model: int | None = None):
+    """论文的优化器和学习率日程：Adam(0.9, 0.98, 1e-9)，学习率按 :func:`noam_lr` 逐步设定。
+
+    Returns (optimizer, scheduler); ``scheduler.step()`` after each step moves to the next rate.
+    ``d_model`` defaults to ``cfg.d_model``. Chapters 10 and 11 train with exactly this.
+    """
+    d = cfg.d_model if d_model is None else d_model
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam_lr(s + 1, d, cfg.warmup, cfg.lr_scale))
+    return opt, sched
+
+
 def pick_device(name: str = "auto") -> torch.device:
     """选择训练设备：``auto`` 时有 GPU 就用 GPU，否则用 CPU。"""
     if name == "auto":
@@ -264,8 +276,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
     corpus = corpus or make_corpus(cfg.n_train, seed=cfg.seed)
     mcfg = cfg.model_config(corpus)
     model = Transformer(mcfg).to(dev)
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam_lr(s + 1, cfg.d_model, cfg.warmup, cfg.lr_scale))
+    opt, sched = optimizer_and_schedule(model, cfg)
     history = {"step": [], "loss": [], "lr": [], "eval_step": [], "valid_loss": [], "valid_acc": [],
                "seconds": 0.0, "tokens": 0}
     step = 0

@@ -124,6 +124,27 @@ def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
     return sum(storages.values())
 
 
+def _recording(fn: Callable[[], object], record: Callable[[object, object], None]) -> None:
+    """Run ``fn()`` without gradients, calling ``record(func, outputs)`` for every aten operation."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Recorder(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            record(func, out)
+            return out
+
+    with torch.no_grad(), Recorder():
+        fn()
+
+
+def operation_names(fn: Callable[[], object]) -> list[str]:
+    """``fn()`` 依次调用了哪些底层（aten）算子：一个融合内核只算一个。"""
+    names: list[str] = []
+    _recording(fn, lambda func, out: names.append(func.__name__))
+    return names
+
+
 def largest_tensor_bytes(fn: Callable[[], object]) -> int:
     """``fn()`` 运行时任何一个算子产生的最大张量占多少字节（不求梯度）。
 
@@ -131,21 +152,14 @@ def largest_tensor_bytes(fn: Callable[[], object]) -> int:
     size of the largest one. For attention it tells an (L, S) score matrix from a block-sized
     tile, independent of the allocator and of the machine.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
 
-    class Largest(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.bytes = 0
+    biggest = [0]
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            for t in tree_flatten(out)[0]:
-                if isinstance(t, torch.Tensor):
-                    self.bytes = max(self.bytes, t.numel() * t.element_size())
-            return out
+    def record(func, out):
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                biggest[0] = max(biggest[0], t.numel() * t.element_size())
 
-    with torch.no_grad(), Largest() as rec:
-        fn()
-    return rec.bytes
+    _recording(fn, record)
+    return biggest[0]
