@@ -1,6 +1,8 @@
 """Chapter 10's GPU record: train the ``gpu`` configuration once and record what the chapter shows.
 
     python -m scripts.gpu_run OUT_DIR [--seconds 290]          # on a machine with a CUDA GPU
+    python -m scripts.gpu_run OUT_DIR --stages benchmarks,compile --merge book/records/gpu.json
+                                                                # finish what a first call left
     python -m scripts.gpu_run OUT_DIR --dry-run                 # the same code path on a CPU, in seconds
 
 Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
@@ -11,7 +13,10 @@ uses) and ``torch.compile``, every benchmark of ``python -m benchmarks`` on the 
 rows join the CPU record on appendix A), and chapter 11's comparison at the GPU configuration's
 size: the encoder–decoder against a decoder-only model with as many parameters, the same time
 each (``--ch11-seconds``). Commit the file as book/records/gpu.json; chapters 10 and 11 and
-appendix A render it. Timing and the machine's description come from
+appendix A render it. The stages run in the order of ``STAGES``, what the book needs most first,
+and the record keeps each one's seconds (``stage_seconds``): a device call cut short by its time
+limit loses only the last stages, and ``--stages ... --merge`` adds them in a second call.
+Timing and the machine's description come from
 ``tf_tutorial.timing``. A dry run on a CPU trains the ``tiny`` configuration in bf16, runs the
 quick benchmarks, and is never a record.
 """
@@ -114,6 +119,40 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
+STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "benchmarks", "compile")
+"""In the order they run: what the book needs most comes first, so a run cut short by the device's
+time limit still leaves chapter 10's row; ``compile`` (minutes of compiling) comes last."""
+
+
+def stage_list(text: str) -> list[str]:
+    """``--stages``: a comma-separated subset of :data:`STAGES`, run in their fixed order."""
+    asked = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in asked if s not in STAGES]
+    if unknown or not asked:
+        raise argparse.ArgumentTypeError(f"--stages {text!r}: expected names from {', '.join(STAGES)}"
+                                         + (f", got {', '.join(unknown)}" if unknown else ""))
+    if "scores" in asked and "train" not in asked:
+        raise argparse.ArgumentTypeError("--stages: 'scores' scores the model that 'train' trains in the "
+                                         "same run; ask for both")
+    return [s for s in STAGES if s in asked]
+
+
+def start_record(merge: Path | None, dry_run: bool, machine: dict, precision: str) -> dict:
+    """A new record, or the one in ``merge`` (an earlier run on the same machine) to add stages to."""
+    if merge is None:
+        return {"what": "chapter 10, the gpu configuration trained once with a time budget",
+                "dry_run": dry_run, "machine": machine, "precision": precision}
+    if not Path(merge).is_file():
+        raise SystemExit(f"--merge {merge}: no such file (the record of an earlier run, e.g. "
+                         "book/records/gpu.json)")
+    record = json.loads(Path(merge).read_text(encoding="utf-8"))
+    if bool(record.get("dry_run")) != dry_run or record["machine"]["name"] != machine["name"]:
+        raise SystemExit(f"--merge {merge}: it was measured on {record['machine']['name']!r}"
+                         f"{' (dry run)' if record.get('dry_run') else ''}, this run is on {machine['name']!r}"
+                         f"{' (dry run)' if dry_run else ''}; a record holds one machine")
+    return record
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
@@ -121,68 +160,80 @@ def main(argv=None) -> dict:
     p.add_argument("--compile-steps", type=int, default=300)
     p.add_argument("--ch11-seconds", type=float, default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
+    p.add_argument("--stages", type=stage_list, default=list(STAGES),
+                   help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order)")
+    p.add_argument("--merge", type=Path, default=None,
+                   help="add this run's stages to an earlier record of the same machine (e.g. "
+                        "book/records/gpu.json), so a second device call can finish what the first left")
     p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
     args = p.parse_args(argv)
+    stages = [s for s in args.stages if s != "ch11" or args.ch11_seconds > 0]
     if args.dry_run:
         device, name, precision = "cpu", "tiny", "bf16"
         cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)
         corpus = make_corpus(cfg.n_train, n_valid=20, n_test=12, n_longer=4, n_deeper=4, seed=cfg.seed)
+        small = corpus
         args.compile_steps = 4
     else:
         if not torch.cuda.is_available():
             raise SystemExit("scripts.gpu_run needs a CUDA GPU (or --dry-run on a CPU)")
         device, name, precision, cfg = "cuda", "gpu", "auto", CONFIGS["gpu"]
-        corpus = make_corpus(cfg.n_train, seed=cfg.seed)
+        corpus = make_corpus(cfg.n_train, seed=cfg.seed) if {"train", "ch11"} & set(stages) else None
+        small = make_corpus(20_000, n_valid=200, n_test=10, n_longer=5, n_deeper=5, seed=cfg.seed)
     dev = torch.device(device)
+    small_cfg = dataclasses.replace(cfg, n_train=len(small.train))
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / ("gpu.json" if not args.dry_run else "gpu-dry-run.json")
-    record = {"what": "chapter 10, the gpu configuration trained once with a time budget",
-              "dry_run": args.dry_run, "machine": describe_machine(dev),
-              "precision": str(autocast_dtype(dev, precision)).replace("torch.", "")}
+    record = start_record(args.merge, args.dry_run, describe_machine(dev),
+                          str(autocast_dtype(dev, precision)).replace("torch.", ""))
+    trained = {}
 
-    def save(stage: str) -> None:
-        record["stages_done"] = record.get("stages_done", []) + [stage]
+    def run_stage(stage: str) -> None:
+        if stage == "train":         # 1. the chapter's run
+            if dev.type == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            r, wall = timed(lambda: train(cfg, corpus=corpus, device=device, precision=precision,
+                                          max_seconds=args.seconds, progress=False))
+            trained["model"], h = r.model, r.history
+            for stale in ("scores", "translations"):     # a merged record's, of an earlier model
+                record.pop(stale, None)
+            record["stages_done"] = [s for s in record.get("stages_done", []) if s != "scores"]
+            record["run"] = {
+                "config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
+                "steps": h["step"][-1], "train_seconds": h["seconds"], "wall_seconds_with_data": wall,
+                "tokens": h["tokens"], "tokens_per_s": h["tokens"] / h["seconds"],
+                "steps_per_s": h["step"][-1] / h["seconds"],
+                "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
+                "curves": curves(h)}
+            record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab),
+                                "tgt_vocab": len(corpus.tgt_vocab)}
+        elif stage == "scores":      # 2. scores and translations of the model just trained
+            model = trained["model"]
+            record["scores"] = scores(model, corpus)
+            record["translations"] = dict(zip(SENTENCES, translate(model, SENTENCES, corpus.src_vocab,
+                                                                   corpus.tgt_vocab)))
+        elif stage == "kv_cache":    # 3. an untrained model of the same shape, 64 tokens, no early stop
+            record["kv_cache"] = compare_decoding(d_model=cfg.d_model, n_heads=cfg.n_heads,
+                                                  n_layers=cfg.n_layers, d_ff=cfg.d_ff, batch=32, tokens=64,
+                                                  beam_size=4, repeat=3, device=device)
+        elif stage == "fp16":        # 4. the T4's path
+            record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
+        elif stage == "ch11":        # 5. decoder-only against encoder–decoder, same parameters, same time
+            record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
+        elif stage == "benchmarks":  # 6. every benchmark of python -m benchmarks (appendix A's GPU rows)
+            record["benchmarks"] = run_all(quick=args.dry_run, device=device,
+                                           repeat=1 if args.dry_run else None)
+        elif stage == "compile":     # 7. torch.compile against eager on the same batches
+            record["compile_check"] = compile_check(small_cfg, device, small,
+                                                    min(args.compile_steps, small_cfg.steps),
+                                                    backend="aot_eager" if args.dry_run else "inductor")
+
+    for stage in stages:             # each stage is written as soon as it is done
+        _, seconds = timed(lambda: run_stage(stage))
+        record["stages_done"] = [s for s in STAGES if s in record.get("stages_done", []) or s == stage]
+        record.setdefault("stage_seconds", {})[stage] = round(seconds, 1)
         path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        print(f"[{stage}] written {path}", flush=True)
-
-    # 1. the chapter's run
-    if dev.type == "cuda":
-        torch.cuda.reset_peak_memory_stats()
-    r, wall = timed(lambda: train(cfg, corpus=corpus, device=device, precision=precision,
-                                  max_seconds=args.seconds, progress=False))
-    h = r.history
-    record["run"] = {"config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
-                     "steps": h["step"][-1], "train_seconds": h["seconds"],
-                     "wall_seconds_with_data": wall, "tokens": h["tokens"],
-                     "tokens_per_s": h["tokens"] / h["seconds"], "steps_per_s": h["step"][-1] / h["seconds"],
-                     "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
-                     "curves": curves(h)}
-    record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab), "tgt_vocab": len(corpus.tgt_vocab)}
-    save("train")
-    # 2. scores and translations
-    record["scores"] = scores(r.model, corpus)
-    record["translations"] = dict(zip(SENTENCES, translate(r.model, SENTENCES, corpus.src_vocab, corpus.tgt_vocab)))
-    save("scores")
-    # 3. the KV cache on this device (an untrained model of the same shape, 64 tokens, no early stop)
-    record["kv_cache"] = compare_decoding(d_model=cfg.d_model, n_heads=cfg.n_heads, n_layers=cfg.n_layers,
-                                          d_ff=cfg.d_ff, batch=32, tokens=64, beam_size=4, repeat=3, device=device)
-    save("kv_cache")
-    # 4. the other GPU code paths
-    small = corpus if args.dry_run else make_corpus(20_000, n_valid=200, n_test=10, n_longer=5, n_deeper=5,
-                                                    seed=cfg.seed)
-    small_cfg = dataclasses.replace(cfg, n_train=len(small.train))
-    record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
-    save("fp16")
-    record["compile_check"] = compile_check(small_cfg, device, small, min(args.compile_steps, small_cfg.steps),
-                                            backend="aot_eager" if args.dry_run else "inductor")
-    save("compile")
-    # 5. every benchmark of python -m benchmarks on this device (appendix A's GPU rows)
-    record["benchmarks"] = run_all(quick=args.dry_run, device=device, repeat=1 if args.dry_run else None)
-    save("benchmarks")
-    # 6. chapter 11: decoder-only against encoder–decoder, same parameters, same time
-    if args.ch11_seconds > 0:
-        record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
-        save("ch11")
+        print(f"[{stage}] {seconds:.0f} s, written {path}", flush=True)
     print(json.dumps({k: v for k, v in record.items() if k not in ("run", "scores")}, ensure_ascii=False)[:3000])
     return record
 

@@ -1,5 +1,6 @@
 """scripts/gpu_run.py on the CPU (--dry-run): the GPU record's code path, minus the GPU; and reading records."""
 import json
+import re
 
 import pytest
 
@@ -16,7 +17,9 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "compile", "benchmarks", "ch11"]
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "benchmarks", "compile"]
+    times = saved["stage_seconds"]                             # to plan the device's 15 minutes
+    assert list(times) == saved["stages_done"] and min(times.values()) >= 0 and sum(times.values()) > 0
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
     assert not (out / "gpu.json").exists()                     # a dry run is never written as the record
     run = saved["run"]
@@ -53,6 +56,43 @@ def test_the_record_describes_the_machine_with_the_package_function(dry_run):
     assert m["device"] == "cpu" and m["slug"].startswith("cpu-")
     import scripts.gpu_run as g
     assert not hasattr(g, "machine") and "perf_counter" not in open(g.__file__, encoding="utf-8").read()
+
+
+def test_a_second_call_adds_the_stages_the_first_left(tmp_path):
+    from scripts.gpu_run import main
+    main([str(tmp_path / "a"), "--dry-run", "--stages", "train,scores,kv_cache"])
+    first = json.loads((tmp_path / "a" / "gpu-dry-run.json").read_text(encoding="utf-8"))
+    assert first["stages_done"] == ["train", "scores", "kv_cache"] and "fp16_check" not in first
+    merged = main([str(tmp_path / "b"), "--dry-run", "--stages", "fp16,kv_cache",
+                   "--merge", str(tmp_path / "a" / "gpu-dry-run.json")])
+    assert merged["stages_done"] == ["train", "scores", "kv_cache", "fp16"]       # kv_cache taken again
+    assert merged["run"] == first["run"] and merged["scores"] == first["scores"]   # kept from the first
+    assert merged["fp16_check"]["steps"] == 4 and set(merged["stage_seconds"]) == set(merged["stages_done"])
+    retrained = main([str(tmp_path / "c"), "--dry-run", "--stages", "train",
+                      "--merge", str(tmp_path / "a" / "gpu-dry-run.json")])
+    assert "scores" not in retrained and retrained["stages_done"] == ["train", "kv_cache"]   # not a stale score
+
+
+@pytest.mark.parametrize("stages, message", [
+    ("train,warp", "expected names from train, scores, .* got warp"),
+    ("scores", "'scores' scores the model that 'train' trains in the same run"),
+    (",", "expected names from"),
+])
+def test_bad_stages_are_refused_by_name(stages, message, capsys):
+    from scripts.gpu_run import main
+    with pytest.raises(SystemExit):
+        main(["out", "--dry-run", "--stages", stages])
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_merge_keeps_one_machine(tmp_path):
+    from scripts.gpu_run import main
+    other = tmp_path / "gpu.json"
+    other.write_text(json.dumps({"dry_run": False, "machine": {"name": "NVIDIA H200"}, "stages_done": []}))
+    with pytest.raises(SystemExit, match="measured on 'NVIDIA H200', this run is on .* \\(dry run\\)"):
+        main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(other)])
+    with pytest.raises(SystemExit, match="--merge .*missing.json: no such file"):
+        main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(tmp_path / "missing.json")])
 
 
 def test_load_record(dry_run, tmp_path):
