@@ -479,3 +479,54 @@ def test_built_pages_keep_straight_quotes_and_a_chinese_interface(built_book):
         if hits:
             english[str(page.relative_to(html))] = hits
     assert not english, english
+
+
+def _shown_sources(ipynb: Path):
+    """Every ``show(...)`` cell of a stored notebook: (cell source, the code it stored, its namespace).
+
+    The namespace holds what the chapter's imports bind, so ``show``'s arguments can be evaluated
+    again against today's package without running the chapter.
+    """
+    import ast
+
+    nb = nbformat.read(ipynb, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    namespace = {}
+    for cell in code:
+        tree = ast.parse(cell.source.replace("%", "#"))
+        imports = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
+        exec(compile(ast.Module(body=imports, type_ignores=[]), str(ipynb), "exec"), namespace)
+    for cell in code:
+        last = cell.source.strip().splitlines()[-1] if cell.source.strip() else ""
+        stored = [o for o in cell.outputs if o.output_type == "execute_result"]
+        if last.startswith("show(") and stored:
+            yield last, stored[0]["data"]["text/plain"], namespace
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
+def test_code_a_chapter_shows_is_todays_package_code(md):
+    """The book renders stored outputs: a package change must be re-synced into the page that shows it."""
+    stale, checked = [], 0
+    for call, stored, namespace in _shown_sources(md.with_suffix(".ipynb")):
+        try:
+            today = eval(call, namespace).data
+        except NameError:      # an argument the chapter itself defines: not package code
+            continue
+        checked += 1
+        if today.rstrip("\n") != stored.rstrip("\n"):   # the stored text loses its last newline
+            stale.append(call)
+    assert not stale, (f"{md.name} shows code that has changed since it was executed: {stale}; "
+                       f"run python -m scripts.sync_book {md.relative_to(ROOT)}")
+    if "show(" in md.read_text(encoding="utf-8") and md.name.startswith("ch"):
+        assert checked, f"{md.name} calls show() but no shown source could be checked"
+
+
+def test_stale_shown_code_is_caught(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("from tf_tutorial.norm import LayerNorm\nfrom tf_tutorial import show"),
+        nbformat.v4.new_code_cell("show(LayerNorm)", outputs=[nbformat.v4.new_output(
+            "execute_result", data={"text/plain": "class LayerNorm:  # an older version\n"},
+            execution_count=1)])])
+    nbformat.write(nb, tmp_path / "old.ipynb")
+    [(call, stored, namespace)] = _shown_sources(tmp_path / "old.ipynb")
+    assert call == "show(LayerNorm)" and eval(call, namespace).data != stored

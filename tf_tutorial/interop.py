@@ -70,8 +70,10 @@ def convert_multihead_attention(m: nn.MultiheadAttention) -> nn.Module:
     """把 ``nn.MultiheadAttention`` 换成本书的 ``MultiHeadAttention``。"""
     from tf_tutorial.multihead import MultiHeadAttention
 
-    problems = {"batch_first": (m.batch_first, True), "kdim == vdim == embed_dim":
-                (m._qkv_same_embed_dim, True), "add_bias_kv": (m.bias_k is not None, False),
+    if not m._qkv_same_embed_dim:   # our W^K and W^V read width D, as in the paper
+        raise ValueError(f"from_torch(nn.MultiheadAttention): expected kdim = vdim = embed_dim = "
+                         f"{m.embed_dim}, but got kdim={m.kdim}, vdim={m.vdim}")
+    problems = {"batch_first": (m.batch_first, True), "add_bias_kv": (m.bias_k is not None, False),
                 "add_zero_attn": (m.add_zero_attn, False)}
     for arg, (got, want) in problems.items():
         if got != want:
