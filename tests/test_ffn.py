@@ -46,7 +46,10 @@ def test_ffn_share_is_two_thirds_of_an_encoder_layer_and_half_a_decoder_layer(la
 
 def test_the_ffn_widens_then_narrows():
     ffn = PositionwiseFeedForward(512, 2048)     # an inverted bottleneck: D -> 4D -> D
-    assert (ffn.w1.in_features, ffn.w1.out_features, ffn.w2.out_features) == (512, 2048, 512)
+    seen = []
+    ffn.w2.register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0].shape))
+    out = ffn(torch.randn(2, 3, 512))
+    assert seen == [torch.Size([2, 3, 2048])] and out.shape == (2, 3, 512)   # the hidden layer is 4D wide
 
 
 def test_gelu_option_and_dropout_in_training_only():
