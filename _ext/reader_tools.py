@@ -8,10 +8,16 @@
 - **Interface strings** that the themes leave in English under ``language: zh_CN`` (tooltips,
   the search box) get Chinese text: missing catalogue entries through a fallback translation,
   two hard-coded tooltips through template overrides in ``templates/``.
+- **Figure descriptions.** MyST-NB names a notebook's figure by the SHA-256 of its PNG and
+  gives the ``<img>`` that file name as its alt text. The book's figures carry a description in
+  their output metadata (``tf_tutorial.book.plotting.describe_figure``: the titles); it
+  replaces the file name, so a screen reader reads the figure's title, not a hash.
 """
 from __future__ import annotations
 
+import base64
 import gettext
+import hashlib
 import logging
 import re
 from pathlib import Path
@@ -108,7 +114,35 @@ def _builder_inited(app):
             jieba.add_word(term)
 
 
+def figure_descriptions(notebook: Path) -> dict[str, str]:
+    """``{SHA-256 of a PNG: its alt text}`` for every described figure stored in ``notebook``."""
+    import nbformat
+
+    found = {}
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        for output in cell.get("outputs", []):
+            png, alt = output.get("data", {}).get("image/png"), \
+                output.get("metadata", {}).get("image/png", {}).get("alt")
+            if png and alt:
+                found[hashlib.sha256(base64.b64decode(png)).hexdigest()] = alt
+    return found
+
+
+def _describe_figures(app, doctree):
+    from docutils import nodes
+
+    source = Path(app.env.doc2path(app.env.docname))
+    if source.suffix != ".ipynb":
+        return
+    alts = figure_descriptions(source)
+    for image in doctree.findall(nodes.image):
+        alt = alts.get(Path(image["uri"]).stem)
+        if alt:
+            image["alt"] = alt
+
+
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("builder-inited", _builder_inited)
+    app.connect("doctree-read", _describe_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -481,6 +481,34 @@ def test_built_pages_keep_straight_quotes_and_a_chinese_interface(built_book):
     assert not english, english
 
 
+def test_every_figure_in_the_book_is_described_not_named_by_its_hash(built_book):
+    """A screen reader reads an image's alt text: it must be the figure's title, not a file name."""
+    _, html = built_book
+    bad = {}
+    for page in sorted((html / "book").glob("*.html")):
+        alts = re.findall(r'<img alt="([^"]*)"', page.read_text(encoding="utf-8"))
+        unnamed = [a for a in alts if not a.strip() or "_images/" in a or a.endswith(".png")]
+        if unnamed:
+            bad[page.name] = unnamed[:3]
+    assert not bad, f"figures whose alt text is empty or a file name (give them a title): {bad}"
+
+
+def test_figure_descriptions_are_read_from_the_stored_outputs(tmp_path):
+    import base64
+    import hashlib
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from reader_tools import figure_descriptions
+
+    png = b"\x89PNG\r\n\x1a\n not really an image"
+    described = nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(png).decode()},
+                                       metadata={"image/png": {"width": 10, "alt": "图：注意力权重"}})
+    bare = nbformat.v4.new_output("display_data", data={"image/png": base64.b64encode(b"other").decode()})
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("plot()", outputs=[described, bare])])
+    nbformat.write(nb, tmp_path / "figures.ipynb")
+    assert figure_descriptions(tmp_path / "figures.ipynb") == {hashlib.sha256(png).hexdigest(): "图：注意力权重"}
+
+
 def _shown_sources(ipynb: Path):
     """Every ``show(...)`` cell of a stored notebook: (cell source, the code it stored, its namespace).
 

@@ -28,14 +28,3 @@ def test_unsupported_module_names_what_is_supported():
     with pytest.raises(TypeError, match=r"supports nn\.LayerNorm, nn\.MultiheadAttention, nn\.RMSNorm, nn\.RNN, .*but got GRU"):
         from_torch(nn.GRU(3, 4))
 
-
-@pytest.mark.parametrize("kwargs, pattern", [
-    (dict(batch_first=False), r"expected batch_first=True, but got False"),
-    (dict(kdim=8, vdim=8), r"expected kdim = vdim = embed_dim = 12, but got kdim=8, vdim=8"),
-    (dict(add_bias_kv=True), r"expected add_bias_kv=False, but got True"),
-    (dict(add_zero_attn=True), r"expected add_zero_attn=False, but got True"),
-])
-def test_attention_options_we_do_not_model_are_refused_by_name(kwargs, pattern):
-    options = dict(batch_first=True) | kwargs
-    with pytest.raises(ValueError, match=r"from_torch\(nn\.MultiheadAttention\): " + pattern):
-        from_torch(nn.MultiheadAttention(12, 3, **options))

@@ -107,11 +107,12 @@ def test_bad_input():
 
 
 def test_interop_refuses_what_we_do_not_model():
-    with pytest.raises(ValueError, match="expected batch_first=True, but got False"):
-        from_torch(nn.MultiheadAttention(D, H))
-    with pytest.raises(ValueError, match="expected kdim == vdim == embed_dim=True"):
-        from_torch(nn.MultiheadAttention(D, H, kdim=5, vdim=5, batch_first=True))
-    with pytest.raises(ValueError, match="expected add_bias_kv=False"):
-        from_torch(nn.MultiheadAttention(D, H, add_bias_kv=True, batch_first=True))
+    for options, message in ((dict(batch_first=False), "expected batch_first=True, but got False"),
+                             (dict(kdim=5, vdim=5), f"expected kdim = vdim = embed_dim = {D}, "
+                                                    "but got kdim=5, vdim=5"),
+                             (dict(add_bias_kv=True), "expected add_bias_kv=False, but got True"),
+                             (dict(add_zero_attn=True), "expected add_zero_attn=False, but got True")):
+        with pytest.raises(ValueError, match=r"from_torch\(nn\.MultiheadAttention\): " + message):
+            from_torch(nn.MultiheadAttention(D, H, **(dict(batch_first=True) | options)))
     with pytest.raises(ValueError, match=r"padding mask of shape \(B, 1, S\), but got \(2, 7\)"):
         torch_key_padding_mask(torch.ones(B, S, dtype=torch.bool))

@@ -120,6 +120,47 @@ def test_notebook_figures_are_stored_at_twice_their_display_size():
     assert 0.8 * 6.4 * plotting.DISPLAY_DPI <= shown["width"] <= 1.05 * 6.4 * plotting.DISPLAY_DPI
 
 
+def test_a_notebook_figure_carries_its_titles_as_alt_text():
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        with matplotlib.rc_context():
+            plotting.use_book_style()
+            plotting.use_book_style()              # twice (a chapter re-run): wrapped once, not twice
+            fig, (a, b) = plt.subplots(1, 2)
+            a.set_title("缩放前")
+            b.set_title(r"除以 $\sqrt{d_k}$ 之后")
+            _, metadata = shell.display_formatter.format(fig)
+            plt.close(fig)
+            empty = plt.figure()
+            data, _ = shell.display_formatter.format(empty)
+            plt.close(empty)
+    finally:
+        InteractiveShell.clear_instance()
+    assert metadata["image/png"]["alt"] == "图：缩放前；除以 √d_k 之后"
+    assert "width" in metadata["image/png"]                 # the retina size is kept
+    assert "image/png" not in data                           # a figure with no axes: no image, no error
+
+
+def test_describe_figure_falls_back_to_suptitle_and_axis_labels():
+    fig, (a, b) = plt.subplots(1, 2)
+    fig.suptitle("两种归一化")
+    a.set_title("LayerNorm")
+    b.set_title("LayerNorm")                                 # said once
+    assert plotting.describe_figure(fig) == "图：两种归一化；LayerNorm"
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    ax.set(xlabel="距离 $L - t$", ylabel="梯度范数")
+    assert plotting.describe_figure(fig) == "图：梯度范数（纵轴）随距离 L - t（横轴）的变化"
+    ax.set_title(r"梯度随距离的变化：$\Vert W_{hh} \Vert_2 = g$，$\tau = 0.5$")
+    assert plotting.describe_figure(fig) == "图：梯度随距离的变化：‖W_hh‖_2 = g，τ = 0.5"
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    assert plotting.describe_figure(fig) == ""
+    plt.close(fig)
+
+
 def test_style_outside_ipython_leaves_the_backend_alone():
     with matplotlib.rc_context():
         plotting.use_book_style()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from pathlib import Path
 
 import matplotlib
@@ -85,21 +86,69 @@ def use_book_style() -> str:
     return family
 
 
+_TEX_WORDS = {r"\Vert": "‖", r"\|": "‖", r"\sqrt": "√", r"\tau": "τ", r"\times": "×", r"\cdot": "·",
+              r"\ell": "ℓ", r"\alpha": "α", r"\epsilon": "ε", r"\sigma": "σ", r"\mu": "μ"}
+
+
+def _plain_tex(text: str) -> str:
+    """Inline TeX of a title as plain text for a screen reader: $\\sqrt{d_k}$ → √d_k."""
+    def plain(match):
+        tex = match.group(1)
+        for command, char in _TEX_WORDS.items():
+            word_end = r"(?![A-Za-z])" if command[-1].isalpha() else ""     # \tau, not \taux
+            tex = re.sub(re.escape(command) + word_end, char, tex)
+        return re.sub(r"\s*‖\s*", "‖", tex).replace("{", "").replace("}", "")
+    return re.sub(r"\$([^$]*)\$", plain, text)
+
+
+def describe_figure(fig) -> str:
+    """图的文字说明（网页上 ``<img>`` 的 alt）：总标题和各子图的标题；没有标题时用坐标轴的名字。
+
+    The text that stands for a figure where it cannot be seen (a screen reader, a broken image):
+    its suptitle and every axes' title, or the axes' labels when nothing is titled. Empty for a
+    figure with neither. Inline TeX is read out plainly: ``$\\Vert W \\Vert_2$`` becomes ``‖W‖_2``.
+    """
+    parts = [fig._suptitle.get_text()] if getattr(fig, "_suptitle", None) else []
+    for ax in fig.axes:
+        parts += [ax.get_title(loc) for loc in ("left", "center", "right")]
+    if not any(p.strip() for p in parts):
+        for ax in fig.axes:
+            x, y = ax.get_xlabel(), ax.get_ylabel()
+            parts.append(f"{y}（纵轴）随{x}（横轴）的变化" if x and y else x or y)
+    parts = [_plain_tex(p).replace("\n", " ").strip() for p in parts]
+    return "图：" + "；".join(dict.fromkeys(p for p in parts if p)) if any(parts) else ""
+
+
 def sharp_inline_figures() -> bool:
-    """让笔记本里的图以双倍像素（retina PNG）保存；不在 IPython 里时什么也不做。
+    """让笔记本里的图以双倍像素（retina PNG）保存、带上文字说明；不在 IPython 里时什么也不做。
 
     The PNG carries its display size (width, height) as metadata, which Jupyter and MyST-NB
-    use for the ``<img>``, so a figure keeps its size on the page and gains sharpness.
-    Returns whether the inline backend was switched.
+    use for the ``<img>``, so a figure keeps its size on the page and gains sharpness. It also
+    carries ``alt``, from :func:`describe_figure`; the book build (``_ext/reader_tools.py``)
+    puts it on the page's ``<img>``. Returns whether the inline backend was switched.
     """
     try:
         from IPython import get_ipython
+        from matplotlib.figure import Figure
         from matplotlib_inline.backend_inline import set_matplotlib_formats
     except ImportError:
         return False
-    if get_ipython() is None:
+    shell = get_ipython()
+    if shell is None:
         return False
     set_matplotlib_formats("retina")
+    png = shell.display_formatter.formatters["image/png"]
+    retina = png.lookup_by_type(Figure)
+
+    def described(fig):
+        out = retina(fig)
+        if out is None:                      # a figure with nothing drawn: no image at all
+            return None
+        data, metadata = out if isinstance(out, tuple) else (out, {})
+        alt = describe_figure(fig)
+        return data, ({**metadata, "alt": alt} if alt else metadata)
+
+    png.for_type(Figure, described)
     return True
 
 
