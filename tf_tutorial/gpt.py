@@ -384,7 +384,7 @@ def continuation_vocab(src_vocab: Vocab, tgt_vocab: Vocab) -> Vocab:
 def encode_continuation(pairs, vocab: Vocab) -> list[tuple[list[int], int]]:
     """把句对写成一条序列 ``英文 <sep> 中文 <eos>``，并记下提示（``英文 <sep>``）的长度。
 
-    (English, Chinese) tokens → (ids of ``English <sep> Chinese <eos>``, prompt length P).
+    (English, Chinese) tokens → (ids of ``English <sep> Chinese <eos>``, prompt length S).
     """
     sep = vocab.stoi[SEP]
     out = []
@@ -398,8 +398,9 @@ def continuation_batch(items, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """一批续写序列的输入和答案：答案只在续写部分（中文和 ``<eos>``），提示部分记作 ``pad_id``（不计损失）。
 
     Inputs x = seq[:-1] and targets y = seq[1:], both (B, L - 1), right-padded. Targets at
-    positions t < P - 1 (they would be English tokens or <sep>) are set to ``pad_id``, so a loss
-    that ignores ``pad_id`` counts only the Chinese tokens and <eos>: that is the loss mask.
+    positions t < S - 1, S being the row's prompt length (they would be English tokens or
+    <sep>), are set to ``pad_id``, so a loss that ignores ``pad_id`` counts only the Chinese
+    tokens and <eos>: that is the loss mask.
     """
     seqs = pad([ids for ids, _ in items], pad_id)                        # (B, L)
     x, y = seqs[:, :-1], seqs[:, 1:].clone()
@@ -505,7 +506,7 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10, tem
         groups.setdefault(p, []).append(i)
     out = [""] * len(pairs)
     for p, idx in sorted(groups.items()):
-        prompt = torch.tensor([items[i][0][:p] for i in idx], device=device)          # (B, P)
+        prompt = torch.tensor([items[i][0][:p] for i in idx], device=device)          # (B, S)
         n = min(max(len(pairs[i][1]) for i in idx) + extra, model.config.max_len - p)
         ids = generate(model, prompt, n, temperature, top_k, top_p, generator, eos_id=vocab.eos_id)
         for i, row in zip(idx, ids[:, p:].cpu()):
