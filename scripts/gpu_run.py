@@ -15,7 +15,8 @@ size: the encoder–decoder against a decoder-only model with as many parameters
 each (``--ch11-seconds``). Commit the file as book/records/gpu.json; chapters 10 and 11 and
 appendix A render it. The stages run in the order of ``STAGES``, what the book needs most first,
 and the record keeps each one's seconds (``stage_seconds``): a device call cut short by its time
-limit loses only the last stages, and ``--stages ... --merge`` adds them in a second call.
+limit loses only the last stages, and ``--stages ... --merge`` adds them in a second call. A stage
+that raises (a device bug) is written under ``stage_errors`` and the stages after it still run.
 Timing and the machine's description come from
 ``tf_tutorial.timing``. A dry run on a CPU trains the ``tiny`` configuration in bf16, runs the
 quick benchmarks, and is never a record.
@@ -26,6 +27,7 @@ import argparse
 import dataclasses
 import json
 import math
+import traceback
 from pathlib import Path
 
 import torch
@@ -208,6 +210,8 @@ def main(argv=None) -> dict:
             record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab),
                                 "tgt_vocab": len(corpus.tgt_vocab)}
         elif stage == "scores":      # 2. scores and translations of the model just trained
+            if "model" not in trained:
+                raise RuntimeError("no model to score: the train stage did not finish")
             model = trained["model"]
             record["scores"] = scores(model, corpus)
             record["translations"] = dict(zip(SENTENCES, translate(model, SENTENCES, corpus.src_vocab,
@@ -229,11 +233,19 @@ def main(argv=None) -> dict:
                                                     backend="aot_eager" if args.dry_run else "inductor")
 
     for stage in stages:             # each stage is written as soon as it is done
-        _, seconds = timed(lambda: run_stage(stage))
-        record["stages_done"] = [s for s in STAGES if s in record.get("stages_done", []) or s == stage]
-        record.setdefault("stage_seconds", {})[stage] = round(seconds, 1)
+        try:
+            _, seconds = timed(lambda: run_stage(stage))
+        except Exception as err:     # one device call is precious: record the bug, run the rest
+            traceback.print_exc()
+            record.setdefault("stage_errors", {})[stage] = f"{type(err).__name__}: {err}"[:2000]
+            said = "FAILED"
+        else:
+            record.get("stage_errors", {}).pop(stage, None)
+            record["stages_done"] = [s for s in STAGES if s in record.get("stages_done", []) or s == stage]
+            record.setdefault("stage_seconds", {})[stage] = round(seconds, 1)
+            said = f"{seconds:.0f} s"
         path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        print(f"[{stage}] {seconds:.0f} s, written {path}", flush=True)
+        print(f"[{stage}] {said}, written {path}", flush=True)
     print(json.dumps({k: v for k, v in record.items() if k not in ("run", "scores")}, ensure_ascii=False)[:3000])
     return record
 

@@ -73,6 +73,24 @@ def test_a_second_call_adds_the_stages_the_first_left(tmp_path):
     assert "scores" not in retrained and retrained["stages_done"] == ["train", "kv_cache"]   # not a stale score
 
 
+def test_a_failing_stage_is_recorded_and_the_rest_still_run(tmp_path, monkeypatch):
+    import scripts.gpu_run as g
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("CUDA error: an illegal memory access")
+    monkeypatch.setattr(g, "train", broken)
+    record = g.main([str(tmp_path), "--dry-run", "--stages", "train,scores,kv_cache"])
+    assert record["stages_done"] == ["kv_cache"]                            # still measured
+    last = g.main([str(tmp_path / "last"), "--dry-run", "--stages", "train"])  # the last stage fails
+    assert "train" in json.loads((tmp_path / "last" / "gpu-dry-run.json").read_text())["stage_errors"]
+    assert "stages_done" not in last
+    assert record["stage_errors"] == {"train": "RuntimeError: CUDA error: an illegal memory access",
+                                      "scores": "RuntimeError: no model to score: the train stage "
+                                                "did not finish"}
+    saved = json.loads((tmp_path / "gpu-dry-run.json").read_text(encoding="utf-8"))
+    assert saved["stage_errors"] == record["stage_errors"]
+
+
 @pytest.mark.parametrize("stages, message", [
     ("train,warp", "expected names from train, scores, .* got warp"),
     ("scores", "'scores' scores the model that 'train' trains in the same run"),
