@@ -251,4 +251,4 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(1 if main().get("stage_errors") else 0)   # a failed stage shows in the exit status
