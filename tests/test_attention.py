@@ -112,7 +112,33 @@ def test_bad_input(make, pattern):
 
 
 def test_bad_mask_helpers():
-    with pytest.raises(ValueError, match="length must be >= 1, but got 0"):
+    with pytest.raises(ValueError, match="length must be a positive integer, but got 0"):
         causal_mask(0)
     with pytest.raises(ValueError, match=r"tokens: expected shape \(B, S\), but got \(4,\)"):
         padding_mask(torch.ones(4, dtype=torch.long), 0)
+
+
+def test_causal_mask_takes_integers_only():
+    import numpy as np
+    assert causal_mask(np.int64(3)).shape == (3, 3)
+    for bad in (2.5, True, "3"):
+        with pytest.raises(ValueError, match=f"length must be a positive integer, but got {bad!r}"):
+            causal_mask(bad)
+
+
+@pytest.mark.parametrize("dtypes", [(torch.long,) * 3, (torch.float32, torch.float32, torch.float64)],
+                         ids=["integers", "mixed"])
+def test_integer_or_mixed_dtypes_are_refused(dtypes):
+    q, k, v = (torch.ones(2, 3, 4).to(d) for d in dtypes)
+    for fn in (scaled_dot_product_attention, fused_attention):
+        with pytest.raises(ValueError, match="q, k, v must be floating point of one dtype, but got"):
+            fn(q, k, v)
+
+
+def test_a_one_dimensional_key_mask_works_on_both_paths():
+    q, k, v = qkv()
+    keep = torch.tensor([True, True, False, True, True, False, True])   # (S,)
+    want, _ = scaled_dot_product_attention(q, k, v, keep.expand(q.shape[-2], -1))
+    got, _ = scaled_dot_product_attention(q, k, v, keep)
+    assert torch.allclose(got, want)
+    assert torch.allclose(fused_attention(q, k, v, keep), want, atol=1e-6)

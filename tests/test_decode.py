@@ -202,3 +202,29 @@ def test_log_prob_scores_outputs_as_beam_search_does(model, src):
     for token in range(3, 27):                                         # every other token scores lower
         other = torch.full_like(first, token)
         assert (log_prob(model, src, other)[first[:, 0] != token] < lp[first[:, 0] != token]).all()
+
+
+def test_decoding_rejects_bad_sources_and_ids_by_name(model, src):
+    with pytest.raises(ValueError, match=r"src: expected token ids of shape \(B, S\), but got .*\(9,\)"):
+        greedy_decode(model, src[0])
+    with pytest.raises(ValueError, match=r"src: expected token ids .* torch.float32"):
+        beam_search(model, src.float())
+    with pytest.raises(ValueError, match="bos_id=99 is out of range for the target vocabulary of 27 tokens"):
+        greedy_decode(model, src, bos_id=99)
+    with pytest.raises(ValueError, match="eos_id=27 is out of range"):
+        beam_search(model, src, eos_id=27)
+    assert greedy_decode(model, src, eos_id=-1, max_len=5).shape == (3, 5)   # never stops early
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, beam_search], ids=["greedy", "beam"])
+def test_decoding_leaves_the_model_in_the_mode_it_found(model, src, decode):
+    model.train()
+    try:
+        decode(model, src, max_len=3)
+        assert model.training, "decoding switched a training model to eval mode for good"
+        attention_maps(model, src, src[:, :4] % 27)
+        assert model.training
+    finally:
+        model.eval()
+    decode(model, src, max_len=3)
+    assert not model.training

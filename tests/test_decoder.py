@@ -67,3 +67,20 @@ def test_bad_input():
         from_torch(nn.TransformerDecoderLayer(D, H, FF))
     with pytest.raises(TypeError, match="but got Transformer"):
         from_torch(nn.Transformer(D, H, 1, 1, FF, batch_first=True))
+
+
+def test_a_bad_mask_is_named():
+    layer = DecoderLayer(12, 3, 20, dropout=0.0)
+    x, memory = torch.randn(2, 5, 12), torch.randn(2, 7, 12)
+    with pytest.raises(ValueError, match=r"self_mask: mask of shape \(5, 6\) does not broadcast"):
+        layer(x, memory, self_mask=torch.ones(5, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"memory_mask: mask of shape \(2, 1, 6\) does not broadcast"):
+        layer(x, memory, memory_mask=torch.ones(2, 1, 6, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("n_layers", [0, -1, 2.0])
+def test_stacks_need_a_positive_number_of_layers(n_layers):
+    from tf_tutorial.encoder import Encoder
+    for stack in (Encoder, Decoder):
+        with pytest.raises(ValueError, match=f"n_layers must be a positive integer, but got {n_layers!r}"):
+            stack(12, 3, 20, n_layers)

@@ -97,3 +97,14 @@ def test_token_embedding_starts_at_variance_one_over_d_not_torch_default():
     # after the sqrt(D) factor a row is about sqrt(2) times a PE row (norm sqrt(D/2))
     ratio = emb(torch.arange(2000)[None]).norm(dim=-1).mean() / 128 ** 0.5
     assert ratio.item() == pytest.approx(2 ** 0.5, rel=0.02)
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((0, 4), "vocab_size must be a positive integer, but got 0"),
+    ((-1, 4), "vocab_size must be a positive integer, but got -1"),
+    ((10, 0), "d_model must be a positive integer, but got 0"),
+])
+def test_token_embedding_sizes_are_named(args, pattern):
+    from tf_tutorial.embedding import TokenEmbedding
+    with pytest.raises(ValueError, match=pattern):
+        TokenEmbedding(*args)

@@ -70,3 +70,14 @@ def test_bad_input():
         SwiGLUFeedForward(D, dropout=-0.1)
     with pytest.raises(ValueError, match=r"expected last dimension 12, but got shape \(2, 7, 5\)"):
         PositionwiseFeedForward(D, FF)(torch.randn(B, L, 5))
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((0, 4), "d_model must be a positive integer, but got 0"),
+    ((8, -1), "d_ff must be a positive integer, but got -1"),
+    ((8, 0), "d_ff must be a positive integer, but got 0"),
+])
+def test_feed_forward_sizes_are_named(args, pattern):
+    for ffn in (PositionwiseFeedForward, SwiGLUFeedForward):
+        with pytest.raises(ValueError, match=pattern):
+            ffn(*args)

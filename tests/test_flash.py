@@ -20,7 +20,7 @@ def qkv(L, S, dtype=torch.float64, seed=0, batch=(B, H)):
 
 
 def random_mask(shape, seed=1):
-    """Boolean mask; key 0 always allowed so every row keeps a key (F.sdpa would give NaN)."""
+    """Boolean mask; key 0 always allowed, so every row keeps a key (older F.sdpa gave NaN there)."""
     m = torch.rand(shape, generator=torch.Generator().manual_seed(seed)) > 0.4
     m[..., 0] = True
     return m

@@ -482,3 +482,12 @@ def test_swiglu_at_two_thirds_width_matches_the_relu_ffn_in_parameters():
 def test_switch_validation(kw, message):
     with pytest.raises(ValueError, match=message):
         GPTConfig(**{**SMALL, **kw})
+
+
+@pytest.mark.parametrize("T", [1e-30, 1e-40, 1e-45])
+def test_a_vanishing_temperature_is_argmax_not_nan(T):
+    z = torch.tensor([[2.0, 1.0, 0.5], [-1.0, 3.0, float("-inf")]])
+    p = sampling_probs(z, temperature=T)
+    assert not p.isnan().any()
+    assert torch.equal(p, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    assert torch.equal(sample(z, temperature=T), torch.tensor([0, 1]))

@@ -289,8 +289,8 @@ def test_rotary_checks():
 @pytest.mark.parametrize("args, message", [
     ((D, 5, 1), "d_model=24 is not divisible by n_heads=5"),
     ((D, 6, 4), "n_heads=6 is not divisible by n_kv_heads=4"),
-    ((D, 6, 0), "n_kv_heads must be >= 1, but got 0"),
-    ((D, 6, -2), "n_kv_heads must be >= 1, but got -2"),
+    ((D, 6, 0), "n_kv_heads must be a positive integer, but got 0"),
+    ((D, 6, -2), "n_kv_heads must be a positive integer, but got -2"),
 ])
 def test_constructor_errors(args, message):
     with pytest.raises(ValueError, match=message):

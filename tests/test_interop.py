@@ -28,3 +28,14 @@ def test_unsupported_module_names_what_is_supported():
     with pytest.raises(TypeError, match=r"supports nn\.LayerNorm, nn\.MultiheadAttention, nn\.RMSNorm, nn\.RNN, .*but got GRU"):
         from_torch(nn.GRU(3, 4))
 
+
+
+@pytest.mark.parametrize("layer", [nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
+def test_a_layer_without_biases_is_refused_by_name(layer):
+    with pytest.raises(ValueError, match=r"expected a layer with biases .* but got bias=False"):
+        from_torch(layer(16, 4, 32, batch_first=True, bias=False))
+
+
+def test_a_layer_norm_without_bias_says_so():
+    with pytest.raises(ValueError, match="bias=False"):
+        from_torch(nn.LayerNorm(4, bias=False))

@@ -116,3 +116,35 @@ def test_interop_refuses_what_we_do_not_model():
             from_torch(nn.MultiheadAttention(D, H, **(dict(batch_first=True) | options)))
     with pytest.raises(ValueError, match=r"padding mask of shape \(B, 1, S\), but got \(2, 7\)"):
         torch_key_padding_mask(torch.ones(B, S, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("args, pattern", [
+    ((10, 0), "n_heads must be a positive integer, but got 0"),
+    ((-4, 2), "d_model must be a positive integer, but got -4"),
+    ((0, 1), "d_model must be a positive integer, but got 0"),
+    ((10, 3), "d_model=10 is not divisible by n_heads=3"),
+])
+def test_bad_sizes_are_named(args, pattern):
+    with pytest.raises(ValueError, match=pattern):
+        MultiHeadAttention(*args)
+
+
+def test_query_key_and_value_are_checked_against_each_other():
+    mha = MultiHeadAttention(12, 3)
+    q, kv = torch.randn(2, 4, 12), torch.randn(1, 6, 12)
+    with pytest.raises(ValueError, match="same batch size B, but got 2, 1 and 1"):
+        mha(q, kv, kv)
+    with pytest.raises(ValueError, match=r"key and value must have the same length S, but got "
+                                         r"key \(2, 6, 12\) and value \(2, 5, 12\)"):
+        mha(q, torch.randn(2, 6, 12), torch.randn(2, 5, 12))
+
+
+def test_a_one_dimensional_key_mask_broadcasts_on_the_fused_path():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    x, kv = torch.randn(2, 4, 8), torch.randn(2, 5, 8)
+    keep = torch.tensor([True, True, False, True, True])
+    want = mha(x, kv, kv, keep.expand(2, 4, 5))
+    assert torch.allclose(mha(x, kv, kv, keep), want, atol=1e-6)
+    mha.fused = False
+    assert torch.allclose(mha(x, kv, kv, keep), want, atol=1e-6)

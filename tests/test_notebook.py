@@ -32,3 +32,27 @@ def test_glue_without_myst_nb_is_a_silent_no_op(monkeypatch):
 
     monkeypatch.setitem(sys.modules, "myst_nb", None)  # as in Colab: importing it fails
     assert glue("speedup", "3.2") is None
+
+
+def test_display_width_counts_cjk_as_two():
+    from tf_tutorial.book.notebook import display_width
+    assert display_width("abc") == 3
+    assert display_width("我爱中国。") == 10
+    assert display_width("BLEU 是 46.5") == 12
+
+
+def test_wrap_keeps_every_line_within_the_width_and_loses_no_word():
+    from tf_tutorial.book.notebook import display_width, wrap
+    english = " ".join(["the photographers who drew the noisy blade"] * 8)
+    chinese = " ".join(["画 汤姆 画 的 吵闹 的 刀片 的 摄影师"] * 8)
+    solid = "测" * 100                                   # no space to break at
+    for text in (english, chinese, solid, "short"):
+        out = wrap(text, width=40, indent="  ")
+        lines = out.split("\n")
+        assert all(display_width(line) <= 40 for line in lines), out
+        assert all(line.startswith("  ") for line in lines[1:])
+        assert out.replace("\n  ", " ").split() == text.split() or text == solid
+    assert wrap(solid, 40).replace("\n  ", "") == solid
+    assert wrap("short") == "short"
+    with pytest.raises(ValueError, match="width=3"):
+        wrap("x", width=3, indent="  ")

@@ -12,16 +12,20 @@
 ``ffn``        第 7 章  前馈网络
 ``encoder``    第 8 章  编码器
 ``decoder``    第 9 章  解码器
-``model``      第 10 章 完整模型；``train``、``decode``、``metrics``、``translate`` 同属第 10 章
+``model``      第 10 章 完整模型；``train``、``decode``、``metrics``、
+               ``translate`` 同属第 10 章
 ``gpt``        第 11 章 续篇：只用解码器的模型与采样
-``rope``       第 12 章 续篇：旋转位置编码（RMSNorm、GQA 在 ``norm``、``multihead`` 里）
+``rope``       第 12 章 续篇：旋转位置编码（RMSNorm、GQA 在 ``norm``、
+               ``multihead`` 里）
 ``flash``      第 12 章 续篇：FlashAttention 的分块算法
 ``interop``    与 ``torch.nn`` 互换权重（第 3–10 章用它验证本书的实现）
 =============  ==========================================
 
-子包按用途划分：``experiments``（各章的小实验）、``corpus``（第 10 章的玩具语料）、
-``timing``（与 ``torch.nn`` 并排计时）、``book``（画图、``check``/``glue``、``show``、测量记录）。
-书中每一章都从这里导入代码，并用 :func:`show` 展示它的真实源码：书里看到的就是被测试过的那一份。
+子包按用途划分：``experiments``（各章的小实验）、
+``corpus``（第 10 章的玩具语料）、``timing``（与 ``torch.nn`` 并排计时）、
+``book``（画图、``check``/``glue``、``show``、测量记录）。
+书中每一章都从这里导入代码，并用 :func:`show` 展示它的真实源码：
+书里看到的就是被测试过的那一份。
 """
 from tf_tutorial.book.source import show
 

@@ -2,30 +2,39 @@
 
 Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
 
-Shape legend (book/appendix_notation.md): B batch, H heads, T query length, S key and value
-length (in self-attention S = T = L), d_k query/key width, d_v value width. ``...`` stands for
-any leading batch dimensions, e.g. (B,) or (B, H). H_kv: key/value heads of grouped-query
-attention (chapter 12), a divisor of H.
-Masks are boolean and True means "may attend", as in ``F.scaled_dot_product_attention``.
+Shape legend (book/appendix_notation.md): B batch, H heads, T query length,
+S key and value length (in self-attention S = T = L), d_k query/key width, d_v
+value width. ``...`` stands for any leading batch dimensions, e.g. (B,) or
+(B, H). H_kv: key/value heads of grouped-query attention (chapter 12), a
+divisor of H.
+Masks are boolean and True means "may attend", as in
+``F.scaled_dot_product_attention``.
 """
 from __future__ import annotations
 
 import math
+import operator
 
 import torch
 import torch.nn.functional as F
 
 
-def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> None:
+def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                  mask) -> None:
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
-        raise ValueError(f"q, k, v: expected at least 2 dimensions (..., L, d), but got shapes "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
+            f"shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    dtypes = (q.dtype, k.dtype, v.dtype)
+    if not all(d.is_floating_point for d in dtypes) or len(set(dtypes)) > 1:
+        raise ValueError(f"q, k, v must be floating point of one dtype, but "
+                         f"got {', '.join(str(d) for d in dtypes)}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension d_k, but got "
-                         f"q {tuple(q.shape)} and k {tuple(k.shape)}")
+        raise ValueError(f"q and k must have the same last dimension d_k, "
+                         f"but got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v must have the same length S, but got k {tuple(k.shape)} "
-                         f"and v {tuple(v.shape)}")
+        raise ValueError(f"k and v must have the same length S, but got "
+                         f"k {tuple(k.shape)} and v {tuple(v.shape)}")
     if mask is not None:
         check_mask(mask, (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]),
                           q.shape[-2], k.shape[-2]))
@@ -34,82 +43,104 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask) -> No
 def check_mask(mask: torch.Tensor, target: tuple) -> None:
     """检查掩码是布尔型，并且能广播到注意力分数的形状，否则报错。
 
-    Raise ValueError unless ``mask`` is boolean and broadcasts to ``target`` (..., T, S).
+    Raise ValueError unless ``mask`` is boolean and broadcasts to ``target``
+    (..., T, S).
     """
     if mask.dtype != torch.bool:
-        raise ValueError(f"mask must be boolean (True = may attend), but got dtype {mask.dtype}")
+        raise ValueError(f"mask must be boolean (True = may attend), "
+                         f"but got dtype {mask.dtype}")
     try:
         ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
     except RuntimeError:
         ok = False
     if not ok:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' "
-                         f"shape {tuple(target)}")
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not "
+                         f"broadcast to the scores' shape {tuple(target)}")
 
 
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: torch.Tensor | None = None, dropout_p: float = 0.0):
+def scaled_dot_product_attention(
+        q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+        mask: torch.Tensor | None = None, dropout_p: float = 0.0):
     """缩放点积注意力的可读版本：相乘、缩放、掩码、softmax、再相乘。
 
     The readable reference path: matmul → scale → mask → softmax → matmul.
 
     Args:
         q: (..., T, d_k); k: (..., S, d_k); v: (..., S, d_v).
-        mask: boolean, broadcastable to (..., T, S); True = may attend. A query whose keys
-            are all masked gets zero weights and a zero output, never NaN.
+        mask: boolean, broadcastable to (..., T, S); True = may attend. A query
+            whose keys are all masked gets zero weights and a zero output, never
+            NaN.
         dropout_p: dropout on the attention weights (pass 0.0 in eval mode).
     Returns:
-        (out (..., T, d_v), weights (..., T, S)); each unmasked row of weights sums to 1.
+        (out (..., T, d_v), weights (..., T, S)); each unmasked row of weights
+        sums to 1.
     """
     _check_inputs(q, k, v, mask)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])              # (..., T, S)
-    # softmax in at least float32, also under bf16/fp16 autocast (float64 stays float64)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
+    # softmax in at least float32, also under bf16/fp16 autocast
+    # (float64 stays float64)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    weights = torch.softmax(scores, dim=-1)                                  # (..., T, S)
-    if mask is not None:  # a fully masked row had a uniform softmax: make it exactly zero
+    weights = torch.softmax(scores, dim=-1)                    # (..., T, S)
+    # a fully masked row had a uniform softmax: make it exactly zero
+    if mask is not None:
         weights = weights.masked_fill(~mask, 0.0)
     if dropout_p > 0.0:
         weights = F.dropout(weights, p=dropout_p)
-    return weights.to(v.dtype) @ v, weights                                  # (..., T, d_v)
+    return weights.to(v.dtype) @ v, weights                    # (..., T, d_v)
 
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                    mask: torch.Tensor | None = None, dropout_p: float = 0.0) -> torch.Tensor:
-    """缩放点积注意力的快速版本：调用 PyTorch 的融合内核，数学相同，但不返回权重。
+                    mask: torch.Tensor | None = None,
+                    dropout_p: float = 0.0) -> torch.Tensor:
+    """缩放点积注意力的快速版本：调用 PyTorch 的融合内核，数学相同，不返回权重。
 
-    The fast path: ``F.scaled_dot_product_attention`` (fused kernels), same maths, no weights.
+    The fast path: ``F.scaled_dot_product_attention`` (fused kernels), same
+    maths, no weights.
 
-    Same arguments as :func:`scaled_dot_product_attention`; returns only ``out`` (..., T, d_v),
-    with fully masked query rows set to zero (the fused kernel alone would give NaN there).
+    Same arguments as :func:`scaled_dot_product_attention`; returns only ``out``
+    (..., T, d_v), with fully masked query rows set to zero (the fused kernel
+    alone would give NaN there).
     """
     _check_inputs(q, k, v, mask)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
-    has_key = mask.any(dim=-1, keepdim=True)                                 # (..., T, 1)
-    safe = mask | ~has_key  # let empty rows attend anywhere, then zero them below
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe, dropout_p=dropout_p)
+    if mask.dim() < 2:                 # the fused kernel wants (..., T, S)
+        mask = mask.expand(q.shape[-2], k.shape[-2])
+    has_key = mask.any(dim=-1, keepdim=True)                   # (..., T, 1)
+    # let empty rows attend anywhere, then zero them below
+    safe = mask | ~has_key
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe,
+                                         dropout_p=dropout_p)
     return out.masked_fill(~has_key, 0.0)
 
 
 def causal_mask(length: int, device=None) -> torch.Tensor:
     """因果掩码：位置 i 只能看位置 j ≤ i（对角线及其下方为 True）。
 
-    (L, L) boolean, True on and below the diagonal: position i may attend to j <= i.
+    (L, L) boolean, True on and below the diagonal: position i may attend to
+    j <= i.
     """
-    if length < 1:
-        raise ValueError(f"length must be >= 1, but got {length}")
-    return torch.ones(length, length, dtype=torch.bool, device=device).tril()
+    try:
+        n = operator.index(length)          # an int, or a NumPy / 0-d integer
+    except TypeError:
+        n = 0
+    if isinstance(length, bool) or n < 1:
+        raise ValueError(f"length must be a positive integer, "
+                         f"but got {length!r}")
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 
 def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """由词元编号得到填充掩码：键是真实词元的地方为 True。
 
-    (B, 1, S) boolean, True where the key is a real token, from token ids (B, S).
+    (B, 1, S) boolean, True where the key is a real token, from token ids
+    (B, S).
     """
     if tokens.dim() != 2:
-        raise ValueError(f"tokens: expected shape (B, S), but got {tuple(tokens.shape)}")
+        raise ValueError(f"tokens: expected shape (B, S), "
+                         f"but got {tuple(tokens.shape)}")
     return (tokens != pad_id)[:, None, :]
 
 
@@ -117,32 +148,40 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                             mask: torch.Tensor | None = None) -> torch.Tensor:
     """分组查询注意力（GQA）：每 H / H_kv 个相邻的查询头共用一个键值头。
 
-    Grouped-query attention (Ainslie et al., 2023): query head h uses key/value head
-    h // (H / H_kv), the grouping of ``F.scaled_dot_product_attention(..., enable_gqa=True)``.
-    H_kv = H is multi-head attention; H_kv = 1 is multi-query attention (Shazeer, 2019).
-    The readable path: repeat each key/value head H / H_kv times, then chapter 3's function.
+    Grouped-query attention (Ainslie et al., 2023): query head h uses key/value
+    head h // (H / H_kv), the grouping of
+    ``F.scaled_dot_product_attention(..., enable_gqa=True)``.
+    H_kv = H is multi-head attention; H_kv = 1 is multi-query attention
+    (Shazeer, 2019).
+    The readable path: repeat each key/value head H / H_kv times, then
+    chapter 3's function.
 
     Args:
-        q: (..., H, L, d_k); k: (..., H_kv, S, d_k); v: (..., H_kv, S, d_v); H_kv divides H.
-        mask: boolean, broadcastable to (..., H, L, S), True = may attend (default None).
+        q: (..., H, L, d_k); k: (..., H_kv, S, d_k); v: (..., H_kv, S, d_v);
+            H_kv divides H.
+        mask: boolean, broadcastable to (..., H, L, S), True = may attend
+            (default None).
     Returns:
-        out (..., H, L, d_v) only, like ``F.scaled_dot_product_attention``; a query whose keys
-        are all masked gets zeros.
+        out (..., H, L, d_v) only, like ``F.scaled_dot_product_attention``; a
+        query whose keys are all masked gets zeros.
     Raises:
-        ValueError: fewer than 3 dimensions, k and v with different numbers of heads, H not
-            divisible by H_kv, or a mask that is not boolean or does not broadcast.
+        ValueError: fewer than 3 dimensions, k and v with different numbers of
+            heads, H not divisible by H_kv, or a mask that is not boolean or
+            does not broadcast.
     """
     if q.dim() < 3 or k.dim() < 3 or v.dim() < 3:
-        raise ValueError(f"q, k, v: expected at least 3 dimensions (..., heads, L, d), but got shapes "
-                         f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+        raise ValueError(
+            f"q, k, v: expected at least 3 dimensions (..., heads, L, d), but "
+            f"got shapes {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     n_heads, n_kv_heads = q.shape[-3], k.shape[-3]
     if v.shape[-3] != n_kv_heads:
-        raise ValueError(f"k and v must have the same number of heads H_kv, but got k "
-                         f"{tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(f"k and v must have the same number of heads H_kv, "
+                         f"but got k {tuple(k.shape)} and v {tuple(v.shape)}")
     if n_kv_heads < 1 or n_heads % n_kv_heads != 0:
-        raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}: q has "
-                         f"{n_heads} heads, k and v have {n_kv_heads}")
-    group = n_heads // n_kv_heads                  # query heads per key/value head
-    k = k.repeat_interleave(group, dim=-3)                                   # (..., H, S, d_k)
-    v = v.repeat_interleave(group, dim=-3)                                   # (..., H, S, d_v)
-    return scaled_dot_product_attention(q, k, v, mask)[0]                    # (..., H, L, d_v)
+        raise ValueError(f"n_heads={n_heads} is not divisible by "
+                         f"n_kv_heads={n_kv_heads}: q has {n_heads} heads, "
+                         f"k and v have {n_kv_heads}")
+    group = n_heads // n_kv_heads  # query heads per key/value head
+    k = k.repeat_interleave(group, dim=-3)                 # (..., H, S, d_k)
+    v = v.repeat_interleave(group, dim=-3)                 # (..., H, S, d_v)
+    return scaled_dot_product_attention(q, k, v, mask)[0]  # (..., H, L, d_v)

@@ -1,15 +1,18 @@
 """第 10 章：解码——贪心搜索与束搜索（beam search），都带 KV 缓存。
 
-At step t the decoder needs the keys and values of every earlier target position. Without a
-cache they are recomputed from scratch each step (O(t) work per step, O(T²) in all); with
-the cache (:class:`~tf_tutorial.decoder.DecoderCache`, held by the layers themselves) each
-layer appends one new key/value row per step, and the cross-attention keys and values, which
-depend only on the source, are computed once.
+At step t the decoder needs the keys and values of every earlier target
+position. Without a cache they are recomputed from scratch each step (O(t) work
+per step, O(T²) in all); with the cache
+(:class:`~tf_tutorial.decoder.DecoderCache`, held by the layers themselves) each
+layer appends one new key/value row per step, and the cross-attention keys and
+values, which depend only on the source, are computed once.
 
 Shape legend: B batch, k beam size, S source length, T target length,
 D d_model, H heads, d_k head width, V target vocabulary size.
 """
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -17,61 +20,99 @@ from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer
 
 
-def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-                cache: DecoderCache) -> torch.Tensor:
+def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor,
+                src_mask: torch.Tensor, cache: DecoderCache) -> torch.Tensor:
     """解码一步：只把最新的词元送进解码器，之前的位置由缓存提供。
 
-    Feed only the newest tokens (B,) through the decoder; the cache holds the rest.
+    Feed only the newest tokens (B,) through the decoder; the cache holds the
+    rest.
 
-    Returns the next-token logits (B, V). The cache grows by one position per call.
+    Returns the next-token logits (B, V). The cache grows by one position per
+    call.
     """
-    return model.decode(tokens[:, None], memory, src_mask, cache=cache)[:, -1]        # (B, V)
+    return model.decode(tokens[:, None], memory, src_mask,
+                        cache=cache)[:, -1]                         # (B, V)
 
 
 def _never_emit(logits: torch.Tensor, *ids: int) -> torch.Tensor:
-    """PAD and BOS are never outputs: a PAD inside a prefix would be masked out as a key."""
+    """PAD and BOS are never outputs: a PAD inside a prefix would be masked out
+    as a key."""
     logits[..., list(ids)] = float("-inf")
     return logits
 
 
+def _in_eval_mode(fn):
+    """Run ``fn(model, ...)`` in eval mode (no dropout), then restore the
+    caller's mode."""
+    @functools.wraps(fn)
+    def run(model, *args, **kwargs):
+        was_training = model.training
+        model.eval()
+        try:
+            return fn(model, *args, **kwargs)
+        finally:
+            model.train(was_training)
+    return run
+
+
 def _max_len(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
+    if src.dim() != 2 or src.dtype.is_floating_point:
+        raise ValueError(f"src: expected token ids of shape (B, S), but got "
+                         f"{src.dtype} of shape {tuple(src.shape)}")
     limit = model.config.max_len - 1
     n = min(src.shape[1] + 20, limit) if max_len is None else max_len
     if not 1 <= n <= limit:
-        raise ValueError(f"max_len must be in [1, {limit}] (the model's max_len - 1), but got {n}")
+        raise ValueError(f"max_len must be in [1, {limit}] "
+                         f"(the model's max_len - 1), but got {n}")
     return n
 
 
 def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
     c = model.config
-    return (c.bos_id if bos_id is None else bos_id), (c.eos_id if eos_id is None else eos_id)
+    ids = {"bos_id": c.bos_id if bos_id is None else bos_id,
+           "eos_id": c.eos_id if eos_id is None else eos_id}
+    for name, i in ids.items():
+        if not 0 <= i < c.tgt_vocab_size and (name, i) != ("eos_id", -1):
+            raise ValueError(f"{name}={i} is out of range for the target "
+                             f"vocabulary of {c.tgt_vocab_size} tokens")
+    return ids["bos_id"], ids["eos_id"]
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int | None = None, eos_id: int | None = None,
-                  max_len: int | None = None, use_cache: bool = True) -> torch.Tensor:
+@_in_eval_mode
+def greedy_decode(model: Transformer, src: torch.Tensor,
+                  bos_id: int | None = None, eos_id: int | None = None,
+                  max_len: int | None = None,
+                  use_cache: bool = True) -> torch.Tensor:
     """贪心解码：每一步取概率最大的词元，直到每个句子都生成了 EOS。
 
-    Pick the most likely token at each step until every sentence has produced EOS.
+    Pick the most likely token at each step until every sentence has
+    produced EOS.
 
     Args:
         src: (B, S) source ids, padded with the model's ``pad_id``.
-        bos_id, eos_id: default to the model's config (which takes them from the vocabulary).
+        bos_id, eos_id: default to the model's config (which takes them from
+            the vocabulary); ``eos_id=-1`` never stops early (timing runs that
+            write all ``max_len`` tokens).
         max_len: most tokens to generate (default S + 20).
-        use_cache: False recomputes the whole prefix each step (slow; for comparison).
+        use_cache: False recomputes the whole prefix each step (slow; for
+            comparison).
     Returns:
-        (B, L) generated ids without BOS, EOS included, ``pad_id`` after it; L ≤ max_len.
+        (B, L) generated ids without BOS, EOS included, ``pad_id`` after it;
+        L ≤ max_len.
+    The model decodes in eval mode and is left in the mode it was in.
     """
-    model.eval()
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     n, pad = _max_len(model, src, max_len), model.config.pad_id
     memory, src_mask = model.encode(src)
     cache = model.new_cache() if use_cache else None
-    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long,
+                    device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
     for _ in range(n):
-        logits = (decode_step(model, ys[:, -1], memory, src_mask, cache) if use_cache
-                  else model.decode(ys, memory, src_mask)[:, -1])           # (B, V)
+        logits = (decode_step(model, ys[:, -1], memory, src_mask, cache)
+                  if use_cache
+                  else model.decode(ys, memory, src_mask)[:, -1])   # (B, V)
         nxt = _never_emit(logits, pad, bos_id).argmax(-1).masked_fill(done, pad)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
         done |= nxt == eos_id
@@ -83,86 +124,107 @@ def greedy_decode(model: Transformer, src: torch.Tensor, bos_id: int | None = No
 def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     """束搜索的长度惩罚 lp(Y)。
 
-    GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016), used by the paper with α = 0.6.
+    GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016), used by the paper with
+    α = 0.6.
     """
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
 @torch.no_grad()
-def beam_search(model: Transformer, src: torch.Tensor, beam_size: int = 4, alpha: float = 0.6,
-                bos_id: int | None = None, eos_id: int | None = None, max_len: int | None = None,
-                use_cache: bool = True, trace: list | None = None) -> torch.Tensor:
-    """束搜索：每一步保留 k 个最可能的前缀，最后按长度归一化的得分选出最好的一个。
+@_in_eval_mode
+def beam_search(model: Transformer, src: torch.Tensor,
+                beam_size: int = 4, alpha: float = 0.6,
+                bos_id: int | None = None, eos_id: int | None = None,
+                max_len: int | None = None, use_cache: bool = True,
+                trace: list | None = None) -> torch.Tensor:
+    """束搜索：每步保留 k 个最可能的前缀，最后按长度归一化的得分选出最好的一个。
 
-    Keep the ``beam_size`` most likely prefixes; at the end pick the best by log p / lp(Y).
+    Keep the ``beam_size`` most likely prefixes; at the end pick the best by
+    log p / lp(Y).
 
-    Each step every beam proposes its V continuations, scored by the prefix's log p plus the
-    new token's; the k best of the k·V survive, and the cache follows them (``reorder``). A
-    finished hypothesis stays in the beam with its score frozen (it can only add <pad>, at no
-    cost), so it competes with the unfinished ones until the search stops.
-    ``trace``: a list that receives each step's beams, sentence by sentence: ``tokens`` (B, k, t)
-    ids, ``logp`` (B, k), ``done`` (B, k); then a last entry that adds ``length`` and the
-    length-normalised ``score`` (B, k), from which the winner is picked.
-    Returns (B, L) like :func:`greedy_decode`.
+    Each step every beam proposes its V continuations, scored by the prefix's
+    log p plus the new token's; the k best of the k·V survive, and the cache
+    follows them (``reorder``). A finished hypothesis stays in the beam with its
+    score frozen (it can only add <pad>, at no cost), so it competes with the
+    unfinished ones until the search stops.
+    ``trace``: a list that receives each step's beams, sentence by sentence:
+    ``tokens`` (B, k, t) ids, ``logp`` (B, k), ``done`` (B, k); then a last
+    entry that adds ``length`` and the length-normalised ``score`` (B, k), from
+    which the winner is picked.
+    Returns (B, L) like :func:`greedy_decode` (eval mode, the model's mode
+    restored).
     """
     if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size must be a positive integer, but got {beam_size!r}")
-    model.eval()
+        raise ValueError(
+            f"beam_size must be a positive integer, but got {beam_size!r}")
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     n, pad, k = _max_len(model, src, max_len), model.config.pad_id, beam_size
     B, dev = src.shape[0], src.device
-    memory, src_mask = model.encode(src.repeat_interleave(k, dim=0))     # (B·k, S, D)
+    memory, src_mask = model.encode(
+        src.repeat_interleave(k, dim=0))                    # (B·k, S, D)
     cache = model.new_cache() if use_cache else None
     ys = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
     scores = torch.full((B, k), float("-inf"), device=dev)
-    scores[:, 0] = 0.0                                   # all beams start equal: expand one only
+    scores[:, 0] = 0.0           # all beams start equal: expand one only
     done = torch.zeros(B * k, dtype=torch.bool, device=dev)
     lengths = torch.zeros(B * k, dtype=torch.long, device=dev)
     for _ in range(n):
-        logits = (decode_step(model, ys[:, -1], memory, src_mask, cache) if use_cache
+        logits = (decode_step(model, ys[:, -1], memory, src_mask, cache)
+                  if use_cache
                   else model.decode(ys, memory, src_mask)[:, -1])
-        logp = torch.log_softmax(_never_emit(logits.float(), pad, bos_id), dim=-1)  # (B·k, V)
+        logp = torch.log_softmax(_never_emit(logits.float(), pad, bos_id),
+                                 dim=-1)                    # (B·k, V)
         V = logp.shape[-1]
         logp[done] = float("-inf")
-        logp[done, pad] = 0.0                            # a finished beam carries on unchanged
+        logp[done, pad] = 0.0    # a finished beam carries on unchanged
         cand = (scores.view(B * k, 1) + logp).view(B, k * V)
-        scores, idx = cand.topk(k, dim=-1)                                  # (B, k)
-        beam = (idx // V + torch.arange(B, device=dev)[:, None] * k).view(-1)  # rows of ys
+        scores, idx = cand.topk(k, dim=-1)                  # (B, k)
+        # each survivor's parent, as a row of ys: (B·k,)
+        beam = (idx // V + torch.arange(B, device=dev)[:, None] * k).view(-1)
         tok = (idx % V).view(-1)
         ys = torch.cat([ys[beam], tok[:, None]], dim=1)
-        # memory and src_mask need no reordering: a beam never leaves its sentence, whose k rows are equal
+        # memory and src_mask need no reordering: a beam never leaves its
+        # sentence, whose k rows are equal
         if cache is not None:
-            cache.reorder(beam)                          # each surviving beam takes its parent's cache
+            cache.reorder(beam)  # each surviving beam takes its parent's cache
         lengths = lengths[beam] + (~done[beam]).long()
         done = done[beam] | (tok == eos_id)
         if trace is not None:
-            trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(), "logp": scores.tolist(),
+            trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(),
+                          "logp": scores.tolist(),
                           "done": done.view(B, k).tolist()})
         if done.all():
             break
     final = scores.view(-1) / length_penalty(lengths, alpha)
     if trace is not None:
-        trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(), "logp": scores.tolist(),
-                      "length": lengths.view(B, k).tolist(), "score": final.view(B, k).tolist()})
+        trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(),
+                      "logp": scores.tolist(),
+                      "length": lengths.view(B, k).tolist(),
+                      "score": final.view(B, k).tolist()})
     best = final.view(B, k).argmax(-1) + torch.arange(B, device=dev) * k
     return ys[best, 1:]
 
 
 @torch.no_grad()
-def log_prob(model: Transformer, src: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+@_in_eval_mode
+def log_prob(model: Transformer, src: torch.Tensor,
+             ids: torch.Tensor) -> torch.Tensor:
     """模型给一个给定输出序列的对数概率 log p(Y | X)。
 
-    log p(Y | X) that the model gives to outputs ``ids`` (B, L) (EOS included, <pad> after): (B,).
+    log p(Y | X) that the model gives to outputs ``ids`` (B, L) (EOS included,
+    <pad> after): (B,).
 
-    Scored as decoding scores them (<pad> and <bos> can never be emitted), so the log p that
-    beam search keeps for its winner equals this; comparing it for the reference and for a
-    wrong output tells a search error from a model error.
+    Scored as decoding scores them (<pad> and <bos> can never be emitted), so
+    the log p that beam search keeps for its winner equals this; comparing it
+    for the reference and for a wrong output tells a search error from a model
+    error.
     """
-    model.eval()
     c = model.config
-    tgt_in = torch.cat([torch.full_like(ids[:, :1], c.bos_id), ids[:, :-1]], dim=1)     # (B, L)
-    logits = _never_emit(model(src, tgt_in).float(), c.pad_id, c.bos_id)   # (B, L, V)
-    logp = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0]                    # (B, L)
+    tgt_in = torch.cat([torch.full_like(ids[:, :1], c.bos_id), ids[:, :-1]],
+                       dim=1)                             # (B, L)
+    logits = _never_emit(model(src, tgt_in).float(),
+                         c.pad_id, c.bos_id)              # (B, L, V)
+    logp = logits.log_softmax(-1).gather(-1, ids[..., None])[..., 0]  # (B, L)
     return logp.masked_fill(ids == c.pad_id, 0.0).sum(-1)
 
 
@@ -177,25 +239,30 @@ def strip(ids: torch.Tensor, eos_id: int) -> list[list[int]]:
     return out
 
 
-def translate(model: Transformer, sentences, src_vocab, tgt_vocab, beam_size: int = 1,
-              warn: bool = True) -> list[str]:
+def translate(model: Transformer, sentences, src_vocab, tgt_vocab,
+              beam_size: int = 1, warn: bool = True) -> list[str]:
     """用内存里的模型把英文句子译成中文（词元之间以空格分隔）。
 
-    English strings → Chinese strings (tokens joined by spaces), for a model in memory.
+    English strings → Chinese strings (tokens joined by spaces), for a model
+    in memory.
 
-    Input is normalised as the corpus is (:func:`~tf_tutorial.corpus.data.normalise`). Words the model
-    never saw become UNK; with ``warn=True`` that is reported, naming them.
+    Input is normalised as the corpus is
+    (:func:`~tf_tutorial.corpus.data.normalise`). Words the model never saw
+    become UNK; with ``warn=True`` that is reported, naming them.
     """
-    from tf_tutorial.translate import Translator          # (translate.py builds on this module)
+    # (translate.py builds on this module)
+    from tf_tutorial.translate import Translator
 
     sentences = [sentences] if isinstance(sentences, str) else list(sentences)
-    return Translator(model, src_vocab, tgt_vocab, beam_size)(sentences, tokens=True, warn=warn)
+    return Translator(model, src_vocab, tgt_vocab, beam_size)(
+        sentences, tokens=True, warn=warn)
 
 
 def load_translator(path, beam_size: int = 1, device: str = "auto"):
     """从训练检查点载入一个可以直接调用的翻译器。
 
-    A callable translator from a training checkpoint: ``load_translator(p)("I love China.")``.
+    A callable translator from a training checkpoint:
+    ``load_translator(p)("I love China.")``.
 
     See :func:`tf_tutorial.translate.load_translator`.
     """
@@ -205,14 +272,16 @@ def load_translator(path, beam_size: int = 1, device: str = "auto"):
 
 
 @torch.no_grad()
-def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor) -> dict:
+@_in_eval_mode
+def attention_maps(model: Transformer, src: torch.Tensor,
+                   tgt_in: torch.Tensor) -> dict:
     """教师强制地跑一遍解码器，留下每一层的注意力权重，用来画图。
 
-    Teacher-forced pass that keeps every decoder layer's attention weights, for pictures.
+    Teacher-forced pass that keeps every decoder layer's attention weights,
+    for pictures.
 
     Returns {"self": [(B, H, T, T)] * N, "cross": [(B, H, T, S)] * N}.
     """
-    model.eval()
     memory, src_mask = model.encode(src)
     _, maps = model.decode(tgt_in, memory, src_mask, return_weights=True)
     return maps

@@ -1,7 +1,9 @@
 """第 9 章：解码器层与解码器栈。
 
-DecoderLayer:  y → masked self-attention → cross-attention (Q from y, K/V from the encoder
-memory) → FFN, each inside a residual connection with LayerNorm (Post-LN or Pre-LN).
+DecoderLayer:  y → masked self-attention
+               → cross-attention (Q from y, K/V from the encoder memory)
+               → FFN, each inside a residual connection with LayerNorm
+                 (Post-LN or Pre-LN).
 
 Shape legend: B batch, T target length, S source length, D d_model, H heads,
 d_ff FFN hidden width, N layers, t target positions already in a cache.
@@ -11,27 +13,45 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
+from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import KVCache, MultiHeadAttention
 from tf_tutorial.residual import SublayerConnection, stack_norm
 
 
-def _check_pair(x: torch.Tensor, memory: torch.Tensor, d_model: int) -> None:
+def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
+                  self_mask, memory_mask, self_cache) -> None:
+    """x (B, T, D), memory (B, S, D); each mask checked under its own name."""
     if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x: expected shape (B, T, {d_model}), but got {tuple(x.shape)}")
-    if memory.dim() != 3 or memory.shape[0] != x.shape[0] or memory.shape[-1] != d_model:
-        raise ValueError(f"memory: expected shape ({x.shape[0]}, S, {d_model}) to match x "
-                         f"{tuple(x.shape)}, but got {tuple(memory.shape)}")
+        raise ValueError(f"x: expected shape (B, T, {d_model}), "
+                         f"but got {tuple(x.shape)}")
+    if (memory.dim() != 3 or memory.shape[0] != x.shape[0]
+            or memory.shape[-1] != d_model):
+        raise ValueError(f"memory: expected shape ({x.shape[0]}, S, {d_model}) "
+                         f"to match x {tuple(x.shape)}, "
+                         f"but got {tuple(memory.shape)}")
+    B, T, S = x.shape[0], x.shape[1], memory.shape[1]
+    t = 0 if self_cache is None else self_cache.length
+    for name, mask, keys in (("self_mask", self_mask, t + T),
+                             ("memory_mask", memory_mask, S)):
+        if mask is not None:
+            try:
+                check_mask(mask, (B, T, keys))
+            except ValueError as err:
+                raise ValueError(f"{name}: {err}") from None
 
 
 class DecoderCache:
-    """解码器在各解码步之间保存的东西：每层一个自注意力缓存和一个交叉注意力缓存。
+    """解码器在解码步之间保存的东西：每层一个自注意力缓存和一个交叉注意力缓存。
 
-    What a decoder keeps between decoding steps: per layer, a growing :class:`KVCache` for
-    the self-attention and a fixed one for the cross-attention (the memory, projected once)."""
+    What a decoder keeps between decoding steps: per layer, a growing
+    :class:`KVCache` for the self-attention and a fixed one for the
+    cross-attention (the memory, projected once)."""
 
     def __init__(self, n_layers: int):
-        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(n_layers)]
+        self.layers = [(KVCache(), KVCache(static=True))
+                       for _ in range(n_layers)]
 
     @property
     def length(self) -> int:
@@ -42,9 +62,10 @@ class DecoderCache:
         return self.layers[0][0].length
 
     def reorder(self, index: torch.Tensor) -> None:
-        """按 ``index`` 保留批里的这些行（束搜索里是存活下来的候选，按新的顺序）。
+        """按 ``index`` 保留批里的这些行（束搜索里是存活下来的候选，按新顺序）。
 
-        Keep the batch rows ``index`` (beam search: the surviving beams, in their new order).
+        Keep the batch rows ``index`` (beam search: the surviving beams, in
+        their new order).
         """
         for self_cache, cross_cache in self.layers:
             self_cache.reorder(index)
@@ -54,78 +75,100 @@ class DecoderCache:
 class DecoderLayer(nn.Module):
     """解码器层：带掩码的自注意力、对记忆的交叉注意力，再接逐位置前馈网络。
 
-    Masked self-attention, cross-attention over the encoder output, then a position-wise FFN.
+    Masked self-attention, cross-attention over the encoder output, then a
+    position-wise FFN.
 
     Args:
         d_model: D (the paper: 512).
         n_heads: H (8).
         d_ff: the FFN's hidden width d_ff (2048).
-        dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
-            also on the attention weights and the FFN's hidden layer, as in PyTorch.
+        dropout: on each sub-layer's output before the residual add, as in the
+            paper (0.1); also on the attention weights and the FFN's hidden
+            layer, as in PyTorch.
         norm_first: False = Post-LN (2017 paper), True = Pre-LN.
     Shape:
-        x (B, T, D); memory (B, S, D); self_mask broadcastable to (B, T, T) (causal and target
-        padding); memory_mask broadcastable to (B, T, S) (source padding); True = may attend.
-        With a ``cache`` (one layer's pair from :class:`DecoderCache`), x holds only the new
-        positions and self_mask covers the cached ones too, (B, T, t + T).
+        x (B, T, D); memory (B, S, D); self_mask broadcastable to (B, T, T)
+        (causal and target padding); memory_mask broadcastable to (B, T, S)
+        (source padding); True = may attend.
+        With a ``cache`` (one layer's pair from :class:`DecoderCache`), x holds
+        only the new positions and self_mask covers the cached ones too,
+        (B, T, t + T).
     Returns:
-        (B, T, D); with ``return_weights=True`` also {"self": (B, H, T, T), "cross": (B, H, T, S)}.
+        (B, T, D); with ``return_weights=True`` also
+        {"self": (B, H, T, T), "cross": (B, H, T, S)}.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5):
         super().__init__()
         self.d_model = d_model
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
         self.cross_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=dropout,
+                                           activation=activation)
         self.self_block, self.cross_block, self.ffn_block = (
-            SublayerConnection(d_model, dropout, norm_first, eps) for _ in range(3))
+            SublayerConnection(d_model, dropout, norm_first, eps)
+            for _ in range(3))
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None, return_weights: bool = False):
-        """依次做带掩码的自注意力、交叉注意力和前馈网络，各自带残差连接和层归一化。"""
-        _check_pair(x, memory, self.d_model)
+    def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None,
+                return_weights: bool = False):
+        """带掩码的自注意力 → 交叉注意力 → 前馈网络，各带残差连接和层归一化。"""
         self_cache, cross_cache = cache if cache is not None else (None, None)
+        _check_inputs(x, memory, self.d_model, self_mask, memory_mask,
+                      self_cache)
         weights = {} if return_weights else None
 
         def attend(attn, kind, y, kv, mask, kv_cache):
-            out = attn(y, kv, kv, mask, return_weights=return_weights, cache=kv_cache)
+            out = attn(y, kv, kv, mask, return_weights=return_weights,
+                       cache=kv_cache)
             if return_weights:
                 out, weights[kind] = out
             return out
 
-        x = self.self_block(x, lambda y: attend(self.self_attn, "self", y, y, self_mask, self_cache))  # (B, T, D)
-        x = self.cross_block(x, lambda y: attend(self.cross_attn, "cross", y, memory, memory_mask, cross_cache))
-        x = self.ffn_block(x, self.ffn)                                                     # (B, T, D)
+        x = self.self_block(x, lambda y: attend(
+            self.self_attn, "self", y, y, self_mask, self_cache))  # (B, T, D)
+        x = self.cross_block(x, lambda y: attend(
+            self.cross_attn, "cross", y, memory, memory_mask, cross_cache))
+        x = self.ffn_block(x, self.ffn)                            # (B, T, D)
         return (x, weights) if return_weights else x
 
 
 class Decoder(nn.Module):
     """解码器：N 个解码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
 
-    N decoder layers and an optional final LayerNorm (on by default with Pre-LN).
+    N decoder layers and an optional final LayerNorm (on by default with
+    Pre-LN).
 
-    Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and with
-    ``return_weights=True`` the weights come back as {"self": [...], "cross": [...]}, one per layer.
+    Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and
+    with ``return_weights=True`` the weights come back as
+    {"self": [...], "cross": [...]}, one per layer.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5,
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5,
                  final_norm: bool | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
-                                                 activation, eps) for _ in range(n_layers))
+        require_sizes(n_layers=n_layers)
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
+                         activation, eps) for _ in range(n_layers))
         self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
-    def forward(self, x, memory, self_mask=None, memory_mask=None, cache: DecoderCache | None = None,
+    def forward(self, x, memory, self_mask=None, memory_mask=None,
+                cache: DecoderCache | None = None,
                 return_weights: bool = False):
         """依次通过每个解码器层；需要时收集每层的注意力权重。"""
         if cache is not None and len(cache.layers) != len(self.layers):
-            raise ValueError(f"cache: expected a DecoderCache for {len(self.layers)} layers, "
+            raise ValueError(f"cache: expected a DecoderCache for "
+                             f"{len(self.layers)} layers, "
                              f"but got one for {len(cache.layers)}")
         maps = {"self": [], "cross": []}
         for i, layer in enumerate(self.layers):
-            x = layer(x, memory, self_mask, memory_mask, None if cache is None else cache.layers[i], return_weights)
+            x = layer(x, memory, self_mask, memory_mask,
+                      None if cache is None else cache.layers[i],
+                      return_weights)
             if return_weights:
                 x, w = x
                 maps["self"].append(w["self"])

@@ -12,34 +12,42 @@ import math
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
+
 
 def _frequencies(d_model: int) -> torch.Tensor:
     """ω_i = 10000^(−2i/D) for i = 0 .. D/2 − 1, shape (D/2,)."""
     if d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even number (sin/cos pairs), but got {d_model}")
-    return torch.exp(-math.log(10000.0) * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        raise ValueError(f"d_model must be a positive even number "
+                         f"(sin/cos pairs), but got {d_model}")
+    return torch.exp(
+        -math.log(10000.0)
+        * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
 def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """正弦位置编码表 P。
 
-    The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values in [−1, 1].
+    The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values
+    in [−1, 1].
     """
     if max_len < 1:
         raise ValueError(f"max_len must be >= 1, but got {max_len}")
-    angles = torch.arange(max_len, dtype=torch.float64)[:, None] * _frequencies(d_model)  # (L, D/2)
+    angles = (torch.arange(max_len, dtype=torch.float64)[:, None]
+              * _frequencies(d_model))                                # (L, D/2)
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2], pe[:, 1::2] = angles.sin(), angles.cos()
     return pe.float()
 
 
 def shift_matrix(k: int, d_model: int) -> torch.Tensor:
-    """平移 k 个位置的矩阵 R(k)：对每个 pos 都有 P[pos + k] = R(k) P[pos]，形状 (D, D)。
+    """平移 k 个位置的矩阵 R(k)：恒有 P[pos + k] = R(k) P[pos]，形状 (D, D)。
 
-    Block diagonal: for each frequency ω_i the 2×2 rotation [[cos ωk, sin ωk], [−sin ωk, cos ωk]]
-    acting on the pair (sin ω pos, cos ω pos). It depends on k only, never on pos.
+    Block diagonal: for each frequency ω_i the 2×2 rotation
+    [[cos ωk, sin ωk], [−sin ωk, cos ωk]] acting on the pair
+    (sin ω pos, cos ω pos). It depends on k only, never on pos.
     """
-    w = k * _frequencies(d_model)                                            # (D/2,)
+    w = k * _frequencies(d_model)                                     # (D/2,)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     even, odd = torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)
     m[even, even], m[even, odd] = w.cos(), w.sin()
@@ -50,76 +58,89 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
 class TokenEmbedding(nn.Module):
     """词向量：按词元编号查表，再乘以 sqrt(D)（论文 §3.4 的做法）。
 
-    The table starts at N(0, 1/D), not at ``nn.Embedding``'s default N(0, 1): a row then has
-    norm ≈ 1, and the sqrt(D) factor brings it to ≈ sqrt(D), the size of the positional
-    encoding (norm sqrt(D/2)) it is added to. The paper states the factor without a reason;
-    chapter 2 measures what it does.
+    The table starts at N(0, 1/D), not at ``nn.Embedding``'s default N(0, 1): a
+    row then has norm ≈ 1, and the sqrt(D) factor brings it to ≈ sqrt(D), the
+    size of the positional encoding (norm sqrt(D/2)) it is added to. The paper
+    states the factor without a reason; chapter 2 measures what it does.
 
     Args:
         vocab_size: |𝒱|, the number of token ids.
         d_model: D, the width of each vector.
     Shape: tokens (B, L) int → (B, L, D).
 
-    Ids out of range get a clear ``ValueError`` on the CPU. On a GPU the check is skipped (it
-    would stop the GPU to read the ids back at every step); call :meth:`check_ids` there.
+    Ids out of range get a clear ``ValueError`` on the CPU. On a GPU the check
+    is skipped (it would stop the GPU to read the ids back at every step); call
+    :meth:`check_ids` there.
     """
 
     def __init__(self, vocab_size: int, d_model: int):
         super().__init__()
+        require_sizes(vocab_size=vocab_size, d_model=d_model)
         self.vocab_size, self.d_model = vocab_size, d_model
         self.table = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.table.weight, std=d_model ** -0.5)
 
     def check_ids(self, tokens: torch.Tensor) -> None:
-        """检查词元编号：raise ValueError naming the first id outside [0, vocab_size)."""
+        """检查词元编号。
+
+        Raise ValueError naming the first id outside [0, vocab_size).
+        """
         bad = tokens[(tokens < 0) | (tokens >= self.vocab_size)]
         if bad.numel():
-            raise ValueError(f"token id {bad[0].item()} is out of range for vocab_size={self.vocab_size}")
+            raise ValueError(f"token id {bad[0].item()} is out of range "
+                             f"for vocab_size={self.vocab_size}")
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """查出每个词元编号的词向量，再乘以 √D。"""
         if tokens.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"tokens must be integer ids, but got dtype {tokens.dtype}")
+            raise ValueError(f"tokens must be integer ids, "
+                             f"but got dtype {tokens.dtype}")
         if tokens.device.type == "cpu" and not torch.compiler.is_compiling():
             self.check_ids(tokens)
-        return self.table(tokens) * math.sqrt(self.d_model)                  # (B, L, D)
+        return self.table(tokens) * math.sqrt(self.d_model)       # (B, L, D)
 
 
 class _PositionalBase(nn.Module):
     def __init__(self, d_model: int, max_len: int, dropout: float):
         super().__init__()
+        require_sizes(d_model=d_model, max_len=max_len)
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
 
     def _check(self, x: torch.Tensor, start: int) -> int:
         if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected shape (B, L, {self.d_model}), but got {tuple(x.shape)}")
+            raise ValueError(f"x: expected shape (B, L, {self.d_model}), "
+                             f"but got {tuple(x.shape)}")
         if start < 0 or start + x.shape[1] > self.max_len:
-            where = f"positions {start}..{start + x.shape[1] - 1}" if start else f"sequence length {x.shape[1]}"
-            raise ValueError(f"{where} exceeds max_len={self.max_len} of {type(self).__name__}")
+            where = (f"positions {start}..{start + x.shape[1] - 1}" if start
+                     else f"sequence length {x.shape[1]}")
+            raise ValueError(f"{where} exceeds max_len={self.max_len} "
+                             f"of {type(self).__name__}")
         return x.shape[1]
 
 
 class SinusoidalPositionalEncoding(_PositionalBase):
-    """加上正弦位置编码：x + P[start : start + L]，再 dropout；这张表是固定的，不学习。
+    """加上正弦位置编码：x + P[start : start + L]，再 dropout；P 固定，不学习。
 
-    ``start`` is the position of x's first row (0, or the length of a decoder's cache).
-    The dropout on this sum is the paper's (§5.4).
+    ``start`` is the position of x's first row (0, or the length of a decoder's
+    cache). The dropout on this sum is the paper's (§5.4).
     Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):
         super().__init__(d_model, max_len, dropout)
-        self.register_buffer("pe", positional_encoding(max_len, d_model), persistent=False)
+        self.register_buffer("pe", positional_encoding(max_len, d_model),
+                             persistent=False)
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """把从 ``start`` 开始的 L 行位置编码加到 x 上，再做 dropout。"""
         L = self._check(x, start)
-        return self.dropout(x + self.pe[start:start + L].to(x.dtype))        # (B, L, D)
+        return self.dropout(
+            x + self.pe[start:start + L].to(x.dtype))             # (B, L, D)
 
 
 class LearnedPositionalEncoding(_PositionalBase):
-    """加上可学习的位置编码：x + P[start : start + L]，P 是一张 (max_len, D) 的参数表。
+    """加上可学习位置编码：x + P[start : start + L]，P 是 (max_len, D) 参数表。
 
     As in BERT and GPT-2; there is no position beyond max_len.
 
@@ -133,4 +154,4 @@ class LearnedPositionalEncoding(_PositionalBase):
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """把学到的位置表中从 ``start`` 开始的 L 行加到 x 上，再做 dropout。"""
         L = self._check(x, start)
-        return self.dropout(x + self.table[start:start + L])                 # (B, L, D)
+        return self.dropout(x + self.table[start:start + L])      # (B, L, D)

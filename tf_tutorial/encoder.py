@@ -2,13 +2,15 @@
 
 EncoderLayer:  x → SublayerConnection(self-attention) → SublayerConnection(FFN)
 
-Shape legend: B batch, S source length, D d_model, H heads, d_ff FFN hidden width, N layers.
+Shape legend: B batch, S source length, D d_model, H heads, d_ff FFN hidden
+width, N layers.
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.residual import SublayerConnection, stack_norm
@@ -17,55 +19,67 @@ from tf_tutorial.residual import SublayerConnection, stack_norm
 class EncoderLayer(nn.Module):
     """编码器层：自注意力，再接逐位置前馈网络，各自包在残差连接和层归一化里。
 
-    Self-attention then a position-wise FFN, each inside a residual connection with LayerNorm.
+    Self-attention then a position-wise FFN, each inside a residual connection
+    with LayerNorm.
 
     Args:
         d_model: D (the paper: 512).
         n_heads: H (8).
         d_ff: the FFN's hidden width d_ff (2048).
-        dropout: on each sub-layer's output before the residual add, as in the paper (0.1);
-            also on the attention weights and the FFN's hidden layer, as in PyTorch.
+        dropout: on each sub-layer's output before the residual add, as in the
+            paper (0.1); also on the attention weights and the FFN's hidden
+            layer, as in PyTorch.
         norm_first: False = Post-LN (the 2017 paper), True = Pre-LN.
         activation: "relu" or "gelu". eps: LayerNorm's ε.
     Shape:
-        x (B, S, D); mask boolean, broadcastable to (B, S, S), True = may attend → (B, S, D).
+        x (B, S, D); mask boolean, broadcastable to (B, S, S), True = may
+        attend → (B, S, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5):
+    def __init__(self, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5):
         super().__init__()
         self.self_attn = MultiHeadAttention(d_model, n_heads, dropout=dropout)
-        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=dropout, activation=activation)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout=dropout,
+                                           activation=activation)
         self.attn_block = SublayerConnection(d_model, dropout, norm_first, eps)
         self.ffn_block = SublayerConnection(d_model, dropout, norm_first, eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         """让每个源位置先看整个源序列（自注意力），再各自经过前馈网络。"""
         if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
-            raise ValueError(f"x: expected shape (B, S, {self.self_attn.d_model}), "
-                             f"but got {tuple(x.shape)}")
-        x = self.attn_block(x, lambda y: self.self_attn(y, y, y, mask))                # (B, S, D)
-        return self.ffn_block(x, self.ffn)                                             # (B, S, D)
+            raise ValueError(
+                f"x: expected shape (B, S, {self.self_attn.d_model}), "
+                f"but got {tuple(x.shape)}")
+        x = self.attn_block(
+            x, lambda y: self.self_attn(y, y, y, mask))  # (B, S, D)
+        return self.ffn_block(x, self.ffn)               # (B, S, D)
 
 
 class Encoder(nn.Module):
     """编码器：N 个编码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
 
-    N encoder layers and an optional final LayerNorm (on by default with Pre-LN, where no
-    sublayer normalises the stack's output).
+    N encoder layers and an optional final LayerNorm (on by default with Pre-LN,
+    where no sublayer normalises the stack's output).
 
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int, dropout: float = 0.1,
-                 norm_first: bool = False, activation: str = "relu", eps: float = 1e-5,
+    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5,
                  final_norm: bool | None = None):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
-                                                 activation, eps) for _ in range(n_layers))
+        require_sizes(n_layers=n_layers)
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
+                         activation, eps) for _ in range(n_layers))
         self.norm = stack_norm(d_model, norm_first, final_norm, eps)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor,
+                mask: torch.Tensor | None = None) -> torch.Tensor:
         """依次通过每个编码器层，输出记忆。"""
         for layer in self.layers:
             x = layer(x, mask)

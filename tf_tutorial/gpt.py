@@ -1,16 +1,18 @@
-"""第 11 章（续篇）：只用解码器的 Transformer（GPT 式），采样，以及把翻译当作续写。
+"""第 11 章（续篇）：只用解码器的 Transformer（GPT 式），采样，把翻译当作续写。
 
-A decoder-only model is one stack of causal self-attention blocks that reads and writes one
-sequence: p(x_1 … x_L) = Π_t p(x_t | x_<t). Each block is chapter 8's encoder layer with a
-causal mask (no cross-attention: there is no encoder to attend to).
+A decoder-only model is one stack of causal self-attention blocks that reads and
+writes one sequence: p(x_1 … x_L) = Π_t p(x_t | x_<t). Each block is chapter 8's
+encoder layer with a causal mask (no cross-attention: there is no encoder to
+attend to).
 
     logits = Norm(Block_N(… Block_1(E[x]·√D + P) …)) Eᵀ
 
-Translation becomes continuation: the model reads ``English <sep>`` and continues it with
-``Chinese <eos>``; the loss counts only the continuation.
+Translation becomes continuation: the model reads ``English <sep>`` and
+continues it with ``Chinese <eos>``; the loss counts only the continuation.
 
-Shape legend (book/appendix_notation.md): B batch, L sequence length, D d_model, H heads,
-d_ff FFN hidden width, N layers, |𝒱| vocabulary size, t positions already in a cache.
+Shape legend (book/appendix_notation.md): B batch, L sequence length, D d_model,
+H heads, d_ff FFN hidden width, N layers, |𝒱| vocabulary size, t positions
+already in a cache.
 """
 from __future__ import annotations
 
@@ -23,7 +25,8 @@ from torch import nn
 
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
-from tf_tutorial.embedding import LearnedPositionalEncoding, SinusoidalPositionalEncoding, TokenEmbedding
+from tf_tutorial.embedding import (LearnedPositionalEncoding,
+                                   SinusoidalPositionalEncoding, TokenEmbedding)
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
@@ -44,16 +47,21 @@ class GPTConfig:
 
     Hyperparameters of a decoder-only model.
 
-    ``norm_first``: True = Pre-LN with a final norm (GPT-2 and later), False = Post-LN.
-    ``positions``: "sinusoidal" (the 2017 table, as in chapter 10), "learned" (GPT-1/2) or
-    "rope" (rotary, inside attention: nothing is added to the token vectors; chapter 12).
-    ``activation``: the FFN's, "relu" (2017), "gelu" (GPT-1/2/3) or "swiglu" (a gated FFN with
-    three (D, d_ff) matrices, chapter 7; LLaMA). Chapter 12's switches also include
-    ``norm``: "layer" (LayerNorm) or "rms" (RMSNorm), and ``n_kv_heads``: key/value heads
-    shared by groups of query heads (None = ``n_heads``: ordinary multi-head attention;
-    1 = multi-query attention).
-    ``pad_id``: the padding token (never a key); ``eos_id``: where :func:`generate` may stop.
-    The output layer always reuses the token embedding (tied, as in GPT-2 and chapter 10).
+    ``norm_first``: True = Pre-LN with a final norm (GPT-2 and later),
+    False = Post-LN.
+    ``positions``: "sinusoidal" (the 2017 table, as in chapter 10), "learned"
+    (GPT-1/2) or "rope" (rotary, inside attention: nothing is added to the token
+    vectors; chapter 12).
+    ``activation``: the FFN's, "relu" (2017), "gelu" (GPT-1/2/3) or "swiglu" (a
+    gated FFN with three (D, d_ff) matrices, chapter 7; LLaMA). Chapter 12's
+    switches also include ``norm``: "layer" (LayerNorm) or "rms" (RMSNorm), and
+    ``n_kv_heads``: key/value heads shared by groups of query heads
+    (None = ``n_heads``: ordinary multi-head attention; 1 = multi-query
+    attention).
+    ``pad_id``: the padding token (never a key); ``eos_id``: where
+    :func:`generate` may stop.
+    The output layer always reuses the token embedding (tied, as in GPT-2 and
+    chapter 10).
     """
 
     vocab_size: int
@@ -74,25 +82,34 @@ class GPTConfig:
     rope_base: float = 10000.0
 
     def __post_init__(self):
-        check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
+        check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
+                           "d_ff", "max_len"))
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < self.vocab_size:
-                raise ValueError(f"{name}={value!r} is not a valid id for vocab_size={self.vocab_size}")
+            if (not isinstance(value, int) or isinstance(value, bool)
+                    or not 0 <= value < self.vocab_size):
+                raise ValueError(f"{name}={value!r} is not a valid id for "
+                                 f"vocab_size={self.vocab_size}")
         if self.eos_id == self.pad_id:
-            raise ValueError(f"eos_id and pad_id must differ, but both are {self.pad_id}")
+            raise ValueError("eos_id and pad_id must differ, "
+                             f"but both are {self.pad_id}")
         if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, but got {self.positions!r}")
+            raise ValueError(f"positions must be one of {POSITIONS}, "
+                             f"but got {self.positions!r}")
         if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, but got {self.activation!r}")
+            raise ValueError(f"activation must be one of {ACTIVATIONS}, "
+                             f"but got {self.activation!r}")
         if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, but got {self.norm!r}")
+            raise ValueError(f"norm must be one of {NORMS}, "
+                             f"but got {self.norm!r}")
         if self.n_kv_heads is not None:
             require_positive_ints(self, ("n_kv_heads",))
             if self.n_heads % self.n_kv_heads:
-                raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}")
+                raise ValueError(f"n_heads={self.n_heads} is not divisible "
+                                 f"by n_kv_heads={self.n_kv_heads}")
         if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
-            raise ValueError(f"positions='rope' needs an even head width, but d_model / n_heads = "
+            raise ValueError("positions='rope' needs an even head width, "
+                             "but d_model / n_heads = "
                              f"{self.d_model // self.n_heads}")
         if not self.eps > 0:
             raise ValueError(f"eps must be positive, but got {self.eps}")
@@ -105,7 +122,8 @@ class GPTConfig:
 class NoPositions(_PositionalBase):
     """不加位置编码（用 RoPE 时位置在注意力里），只做 dropout 并检查长度。
 
-    With RoPE the positions live inside attention: nothing is added to the token vectors.
+    With RoPE the positions live inside attention: nothing is added to the token
+    vectors.
     Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
     """
 
@@ -116,9 +134,10 @@ class NoPositions(_PositionalBase):
 
 
 class GPTCache:
-    """生成时各层自注意力的 KV 缓存：每层一个只增不减的 :class:`~tf_tutorial.multihead.KVCache`。
+    """生成时各层自注意力的 KV 缓存：每层一个只增不减的 :class:`KVCache`。
 
-    The KV caches of the self-attention of every block, kept between generation steps.
+    The KV caches of the self-attention of every block, kept between generation
+    steps.
     """
 
     def __init__(self, n_layers: int):
@@ -136,164 +155,211 @@ class GPTCache:
 
 
 class GPTBlock(EncoderLayer):
-    """只用解码器的模型的一层：就是第 8 章的编码器层，只是配上因果掩码，并能带 KV 缓存。
+    """只用解码器的模型的一层：第 8 章的编码器层配上因果掩码，并能带 KV 缓存。
 
-    Chapter 8's encoder layer, used with a causal mask. The parameters and the maths are the
-    encoder layer's; ``forward`` only adds the cache and the attention weights. Chapter 12's
-    switches replace single parts: ``activation="swiglu"`` the FFN (chapter 7's SwiGLU),
-    ``norm="rms"`` both norms, ``n_kv_heads`` or ``rotary`` the attention (grouped-query
-    attention, with RoPE applied to q and k).
+    Chapter 8's encoder layer, used with a causal mask. The parameters and the
+    maths are the encoder layer's; ``forward`` only adds the cache and the
+    attention weights. Chapter 12's switches replace single parts:
+    ``activation="swiglu"`` the FFN (chapter 7's SwiGLU), ``norm="rms"`` both
+    norms, ``n_kv_heads`` or ``rotary`` the attention (grouped-query attention,
+    with RoPE applied to q and k).
 
     Shape:
-        x (B, L, D); mask boolean, broadcastable to (B, L, t + L), True = may attend; with a
-        ``cache`` (a :class:`~tf_tutorial.multihead.KVCache`) x holds only the new positions.
+        x (B, L, D); mask boolean, broadcastable to (B, L, t + L), True = may
+        attend; with a ``cache`` (a :class:`~tf_tutorial.multihead.KVCache`) x
+        holds only the new positions.
     Returns:
-        (B, L, D); with ``return_weights=True`` also the weights (B, H, L, t + L).
+        (B, L, D); with ``return_weights=True`` also the weights
+        (B, H, L, t + L).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.1, norm_first: bool = False,
-                 activation: str = "relu", eps: float = 1e-5, norm: str = "layer", n_kv_heads: int | None = None,
+    def __init__(self, d_model: int, n_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False,
+                 activation: str = "relu", eps: float = 1e-5,
+                 norm: str = "layer", n_kv_heads: int | None = None,
                  rotary: RotaryEmbedding | None = None):
         gated = activation == "swiglu"
-        super().__init__(d_model, n_heads, d_ff, dropout, norm_first, "relu" if gated else activation, eps)
-        # chapter 12's parts replace chapter 8's one by one; with the defaults nothing is replaced
+        super().__init__(d_model, n_heads, d_ff, dropout, norm_first,
+                         "relu" if gated else activation, eps)
+        # chapter 12's parts replace chapter 8's one by one; with the defaults
+        # nothing is replaced
         if gated:
             self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout)
         if norm == "rms":
-            self.attn_block.norm, self.ffn_block.norm = RMSNorm(d_model, eps), RMSNorm(d_model, eps)
+            self.attn_block.norm, self.ffn_block.norm = (
+                RMSNorm(d_model, eps), RMSNorm(d_model, eps))
         if rotary is not None or (n_kv_heads or n_heads) != n_heads:
-            self.self_attn = GroupedQueryAttention(d_model, n_heads, n_kv_heads or n_heads, dropout,
-                                                   rotary=rotary)
+            self.self_attn = GroupedQueryAttention(
+                d_model, n_heads, n_kv_heads or n_heads, dropout, rotary=rotary)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache: KVCache | None = None,
-                return_weights: bool = False):
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                cache: KVCache | None = None, return_weights: bool = False):
         """因果自注意力（可带缓存），再接前馈网络；各自带残差连接和层归一化。"""
         if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
-            raise ValueError(f"x: expected shape (B, L, {self.self_attn.d_model}), but got {tuple(x.shape)}")
+            raise ValueError("x: expected shape "
+                             f"(B, L, {self.self_attn.d_model}), "
+                             f"but got {tuple(x.shape)}")
         kept = []
 
         def attend(y):
-            out = self.self_attn(y, y, y, mask, return_weights=return_weights, cache=cache)
+            out = self.self_attn(y, y, y, mask, return_weights=return_weights,
+                                 cache=cache)
             if return_weights:
                 out, w = out
                 kept.append(w)
             return out
 
-        x = self.attn_block(x, attend)                                       # (B, L, D)
-        x = self.ffn_block(x, self.ffn)                                      # (B, L, D)
+        x = self.attn_block(x, attend)   # (B, L, D)
+        x = self.ffn_block(x, self.ffn)  # (B, L, D)
         return (x, kept[0]) if return_weights else x
 
 
 class GPT(nn.Module):
-    """只用解码器的 Transformer：词向量与位置，N 个因果自注意力层，最后的层归一化，与词向量共用的输出层。
+    """只用解码器的 Transformer：N 个因果自注意力层，输出层与词向量共用。
 
-    A decoder-only Transformer: token embedding (×√D) and positions, N :class:`GPTBlock` under a
-    causal mask, a final LayerNorm (Pre-LN), and an output layer tied to the embedding.
+    A decoder-only Transformer: token embedding (×√D) and positions, N
+    :class:`GPTBlock` under a causal mask, a final LayerNorm (Pre-LN), and an
+    output layer tied to the embedding.
 
     Shape:
-        tokens (B, L) ids → logits (B, L, |𝒱|): row t scores the token at position t + 1.
-        Keys that are ``pad_id`` are masked. With a ``cache`` (:meth:`new_cache`), ``tokens``
-        holds only the new tokens, whose positions start where the cache ends; they see every
-        cached position (no padding mask then: generation never feeds <pad> before a live token).
-        ``return_weights=True`` also returns the weights, one (B, H, L, t + L) per block.
-        ``keep``: boolean (B, L); when given, only the kept positions get logits, returned as
-        (K, |V|) for the K kept positions in row-major order. The output layer is the widest
-        matrix product of the model: training on a continuation needs the logits of the answer's
-        positions only, and generation those of the last position only.
+        tokens (B, L) ids → logits (B, L, |𝒱|): row t scores the token at
+        position t + 1.
+        Keys that are ``pad_id`` are masked. With a ``cache``
+        (:meth:`new_cache`), ``tokens`` holds only the new tokens, whose
+        positions start where the cache ends; they see every cached position
+        (no padding mask then: generation never feeds <pad> before a live
+        token).
+        ``return_weights=True`` also returns the weights, one (B, H, L, t + L)
+        per block.
+        ``keep``: boolean (B, L); when given, only the kept positions get
+        logits, returned as (K, |V|) for the K kept positions in row-major
+        order. The output layer is the widest matrix product of the model:
+        training on a continuation needs the logits of the answer's positions
+        only, and generation those of the last position only.
     """
 
     def __init__(self, config: GPTConfig):
         super().__init__()
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
-        position = {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEncoding,
+        position = {"sinusoidal": SinusoidalPositionalEncoding,
+                    "learned": LearnedPositionalEncoding,
                     "rope": NoPositions}[c.positions]
         self.positions = position(c.d_model, c.max_len, c.dropout)
-        rotary = (RotaryEmbedding(c.d_model // c.n_heads, c.max_len, c.rope_base)
+        rotary = (RotaryEmbedding(c.d_model // c.n_heads, c.max_len,
+                                  c.rope_base)
                   if c.positions == "rope" else None)
-        self.blocks = nn.ModuleList(GPTBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first, c.activation,
-                                             c.eps, c.norm, c.n_kv_heads, rotary) for _ in range(c.n_layers))
+        self.blocks = nn.ModuleList(
+            GPTBlock(c.d_model, c.n_heads, c.d_ff, c.dropout, c.norm_first,
+                     c.activation, c.eps, c.norm, c.n_kv_heads, rotary)
+            for _ in range(c.n_layers))
         self.norm = stack_norm(c.d_model, c.norm_first, eps=c.eps)
         if c.norm == "rms" and c.norm_first:
             self.norm = RMSNorm(c.d_model, c.eps)
         self.out = nn.Linear(c.d_model, c.vocab_size, bias=False)
-        self.out.weight = self.embed.table.weight                           # (|V|, D): one matrix, two uses
+        # (|V|, D): one matrix, two uses
+        self.out.weight = self.embed.table.weight
 
     def new_cache(self) -> GPTCache:
         """新建一个空的 KV 缓存，供逐词生成使用。"""
         return GPTCache(len(self.blocks))
 
-    def forward(self, tokens: torch.Tensor, cache: GPTCache | None = None, return_weights: bool = False,
-                keep: torch.Tensor | None = None):
-        """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一个词元的打分。"""
+    def forward(self, tokens: torch.Tensor, cache: GPTCache | None = None,
+                return_weights: bool = False, keep: torch.Tensor | None = None):
+        """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的打分。"""
         if tokens.dim() != 2:
-            raise ValueError(f"tokens: expected token ids of shape (B, L), but got {tuple(tokens.shape)}")
-        if keep is not None and (keep.dtype != torch.bool or keep.shape != tokens.shape):
-            raise ValueError(f"keep: expected a boolean mask of shape {tuple(tokens.shape)}, but got "
+            raise ValueError("tokens: expected token ids of shape (B, L), "
+                             f"but got {tuple(tokens.shape)}")
+        if keep is not None and (keep.dtype != torch.bool
+                                 or keep.shape != tokens.shape):
+            raise ValueError("keep: expected a boolean mask of shape "
+                             f"{tuple(tokens.shape)}, but got "
                              f"{keep.dtype} of shape {tuple(keep.shape)}")
         if cache is not None and len(cache.layers) != len(self.blocks):
-            raise ValueError(f"cache: expected a GPTCache for {len(self.blocks)} layers, "
+            raise ValueError("cache: expected a GPTCache for "
+                             f"{len(self.blocks)} layers, "
                              f"but got one for {len(cache.layers)}")
         start, L = (0 if cache is None else cache.length), tokens.shape[1]
         if cache is None:
-            mask = causal_mask(L, tokens.device) & padding_mask(tokens, self.config.pad_id)  # (B, L, L)
-        else:  # one new token may see everything cached; several see the cache and their past
-            mask = None if L == 1 else causal_mask(start + L, tokens.device)[start:]        # (L, t + L)
-        x = self.positions(self.embed(tokens), start)                       # (B, L, D)
+            mask = (causal_mask(L, tokens.device)
+                    & padding_mask(tokens, self.config.pad_id))     # (B, L, L)
+        else:
+            # one new token may see everything cached; several see the cache
+            # and their past
+            mask = (None if L == 1 else
+                    causal_mask(start + L, tokens.device)[start:])  # (L, t + L)
+        x = self.positions(self.embed(tokens), start)  # (B, L, D)
         maps = []
         for i, block in enumerate(self.blocks):
-            x = block(x, mask, None if cache is None else cache.layers[i], return_weights)
+            x = block(x, mask, None if cache is None else cache.layers[i],
+                      return_weights)
             if return_weights:
                 x, w = x
                 maps.append(w)
-        x = self.norm(x)                                                    # (B, L, D)
-        logits = self.out(x if keep is None else x[keep])                   # (B, L, |V|) or (K, |V|)
+        x = self.norm(x)                               # (B, L, D)
+        logits = self.out(x if keep is None
+                          else x[keep])                # (B, L, |V|) or (K, |V|)
         return (logits, maps) if return_weights else logits
 
 
-# --- sampling --------------------------------------------------------------------------------
+# --- sampling -----------------------------------------------------------------
 
 def _check_sampling(temperature, top_k, top_p) -> None:
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) \
-            or not math.isfinite(temperature) or temperature <= 0:
-        raise ValueError(f"temperature must be a positive number, but got {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be None or an integer >= 1, but got {top_k!r}")
-    if top_p is not None and (isinstance(top_p, bool) or not isinstance(top_p, (int, float))
+    if (isinstance(temperature, bool)
+            or not isinstance(temperature, (int, float))
+            or not math.isfinite(temperature) or temperature <= 0):
+        raise ValueError("temperature must be a positive number, "
+                         f"but got {temperature!r}")
+    if top_k is not None and (isinstance(top_k, bool)
+                              or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError("top_k must be None or an integer >= 1, "
+                         f"but got {top_k!r}")
+    if top_p is not None and (isinstance(top_p, bool)
+                              or not isinstance(top_p, (int, float))
                               or not 0 < top_p <= 1):
         raise ValueError(f"top_p must be None or in (0, 1], but got {top_p!r}")
 
 
-def sampling_probs(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
+def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
+                   top_k: int | None = None,
                    top_p: float | None = None) -> torch.Tensor:
-    """采样前的概率分布：先除以温度，再只留前 k 个，再只留累积概率达到 p 的最小集合（核）。
+    """采样的概率分布：除以温度，留前 k 个，再留累积概率达 p 的最小集合（核）。
 
-    The distribution :func:`sample` draws from: softmax(logits / temperature), restricted to
-    the ``top_k`` most likely tokens, then to the nucleus (the fewest most likely tokens whose
-    probability adds up to at least ``top_p``), renormalised. logits (..., |V|) → (..., |V|).
+    The distribution :func:`sample` draws from: softmax(logits / temperature),
+    restricted to the ``top_k`` most likely tokens, then to the nucleus (the
+    fewest most likely tokens whose probability adds up to at least ``top_p``),
+    renormalised. logits (..., |V|) → (..., |V|).
     """
     _check_sampling(temperature, top_k, top_p)
-    z = logits.to(torch.promote_types(logits.dtype, torch.float32)) / temperature   # float64 stays
+    # float64 stays
+    z = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    # shifted so the largest is 0: a tiny temperature sends the rest to -inf,
+    # not to nan
+    z = (z - z.amax(-1, keepdim=True)) / temperature
     if top_k is not None and top_k < z.shape[-1]:
         values, index = z.topk(top_k, dim=-1)
-        z = torch.full_like(z, float("-inf")).scatter(-1, index, values)   # exactly k tokens survive
+        # exactly k tokens survive
+        z = torch.full_like(z, float("-inf")).scatter(-1, index, values)
     p = torch.softmax(z, dim=-1)
     if top_p is not None and top_p < 1:
         sorted_p, index = p.sort(dim=-1, descending=True)
-        before = sorted_p.cumsum(-1) - sorted_p        # mass of the more likely tokens
-        sorted_p = sorted_p.masked_fill(before >= top_p, 0.0)   # the nucleus already had p without it
+        # mass of the more likely tokens
+        before = sorted_p.cumsum(-1) - sorted_p
+        # the nucleus already had p without it
+        sorted_p = sorted_p.masked_fill(before >= top_p, 0.0)
         p = torch.zeros_like(p).scatter(-1, index, sorted_p)
         p = p / p.sum(-1, keepdim=True)
     return p
 
 
-def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-           top_p: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
-    """从下一个词元的打分里抽一个词元：温度、top-k、top-p 见 :func:`sampling_probs`。
+def sample(logits: torch.Tensor, temperature: float = 1.0,
+           top_k: int | None = None, top_p: float | None = None,
+           generator: torch.Generator | None = None) -> torch.Tensor:
+    """从打分里抽下一个词元：温度、top-k、top-p 见 :func:`sampling_probs`。
 
-    Draw the next token from logits (..., |V|) → ids (...). ``top_k=1`` is greedy decoding
-    (argmax, no random number is drawn). ``generator``: a ``torch.Generator`` on the logits'
-    device, for repeatable draws.
+    Draw the next token from logits (..., |V|) → ids (...). ``top_k=1`` is
+    greedy decoding (argmax, no random number is drawn). ``generator``: a
+    ``torch.Generator`` on the logits' device, for repeatable draws.
     """
     _check_sampling(temperature, top_k, top_p)
     if top_k == 1:
@@ -304,36 +370,47 @@ def sample(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = N
 
 
 @torch.no_grad()
-def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 1.0,
-             top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
-             eos_id: int | None = None, use_cache: bool = True) -> torch.Tensor:
-    """从提示（prompt）出发逐词生成：每一步把最新的词元送进模型，按 :func:`sample` 抽下一个词元。
+def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
+             temperature: float = 1.0, top_k: int | None = None,
+             top_p: float | None = None,
+             generator: torch.Generator | None = None,
+             eos_id: int | None = None,
+             use_cache: bool = True) -> torch.Tensor:
+    """从提示逐词生成：每一步把最新的词元送进模型，按 :func:`sample` 抽下一个。
 
     Continue ``prompt`` by ``max_new_tokens`` tokens, one at a time.
 
     Args:
-        prompt: (B, L) ids, or (L,) for one sequence. Every row is a real prompt (no padding).
-        max_new_tokens: tokens to add; prompt length + max_new_tokens must fit in ``max_len``.
+        prompt: (B, L) ids, or (L,) for one sequence. Every row is a real prompt
+            (no padding).
+        max_new_tokens: tokens to add; prompt length + max_new_tokens must fit
+            in ``max_len``.
         temperature, top_k, top_p, generator: as in :func:`sample`.
-        eos_id: stop a row once it has produced this id (the rest of the row becomes
-            ``pad_id``), and stop when every row has; None (default) always adds
-            ``max_new_tokens`` tokens.
-        use_cache: False recomputes the whole sequence at every step (for comparison).
+        eos_id: stop a row once it has produced this id (the rest of the row
+            becomes ``pad_id``), and stop when every row has; None (default)
+            always adds ``max_new_tokens`` tokens.
+        use_cache: False recomputes the whole sequence at every step (for
+            comparison).
     Returns:
-        (B, L + n) ids, the prompt followed by the n ≤ max_new_tokens new tokens ((L + n,) for
-        a 1-D prompt).
+        (B, L + n) ids, the prompt followed by the n ≤ max_new_tokens new tokens
+        ((L + n,) for a 1-D prompt).
     Raises:
-        ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty prompt, or one
-        that does not fit in ``max_len`` with the new tokens.
+        ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty
+        prompt, or one that does not fit in ``max_len`` with the new tokens.
     """
     _check_sampling(temperature, top_k, top_p)
-    if eos_id is not None and (not isinstance(eos_id, int) or eos_id == model.config.pad_id):
-        raise ValueError(f"eos_id must be None or an id other than pad_id={model.config.pad_id}, "
-                         f"but got {eos_id!r}")
-    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
-        raise ValueError(f"max_new_tokens must be an integer >= 0, but got {max_new_tokens!r}")
-    if prompt.dim() not in (1, 2) or prompt.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"prompt: expected integer ids of shape (B, L) or (L,), but got "
+    if eos_id is not None and (not isinstance(eos_id, int)
+                               or eos_id == model.config.pad_id):
+        raise ValueError("eos_id must be None or an id other than "
+                         f"pad_id={model.config.pad_id}, but got {eos_id!r}")
+    if (isinstance(max_new_tokens, bool)
+            or not isinstance(max_new_tokens, int) or max_new_tokens < 0):
+        raise ValueError("max_new_tokens must be an integer >= 0, "
+                         f"but got {max_new_tokens!r}")
+    if (prompt.dim() not in (1, 2)
+            or prompt.dtype not in (torch.int64, torch.int32)):
+        raise ValueError("prompt: expected integer ids of shape "
+                         "(B, L) or (L,), but got "
                          f"{prompt.dtype} of shape {tuple(prompt.shape)}")
     one = prompt.dim() == 1
     seq = prompt[None] if one else prompt
@@ -341,9 +418,11 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
     if L == 0:
         raise ValueError("prompt is empty: give at least one token to continue")
     if L > limit:
-        raise ValueError(f"prompt length {L} exceeds the model's max_len={limit}")
+        raise ValueError(f"prompt length {L} exceeds the model's "
+                         f"max_len={limit}")
     if L + max_new_tokens > limit:
-        raise ValueError(f"prompt length {L} + max_new_tokens {max_new_tokens} = {L + max_new_tokens} "
+        raise ValueError(f"prompt length {L} + max_new_tokens "
+                         f"{max_new_tokens} = {L + max_new_tokens} "
                          f"exceeds the model's max_len={limit}")
     was_training = model.training
     model.eval()
@@ -352,39 +431,44 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int, temperature:
         cache = model.new_cache() if use_cache else None
         done = torch.zeros(seq.shape[0], dtype=torch.bool, device=seq.device)
         last = torch.zeros_like(seq, dtype=torch.bool)
-        last[:, -1] = True                                                   # only the last row's logits
-        logits = model(seq, cache, keep=last) if max_new_tokens else None    # (B, |V|)
+        last[:, -1] = True                    # only the last position's logits
+        logits = (model(seq, cache, keep=last)
+                  if max_new_tokens else None)  # (B, |V|)
         for step in range(max_new_tokens):
-            nxt = sample(logits, temperature, top_k, top_p, generator)       # (B,)
+            nxt = sample(logits, temperature, top_k, top_p, generator)  # (B,)
             if eos_id is not None:
                 nxt = nxt.masked_fill(done, model.config.pad_id)
                 done |= nxt == eos_id
             seq = torch.cat([seq, nxt[:, None]], dim=1)
-            if step == max_new_tokens - 1 or (eos_id is not None and done.all()):
+            if (step == max_new_tokens - 1
+                    or (eos_id is not None and done.all())):
                 break
-            logits = (model(nxt[:, None], cache) if use_cache else model(seq))[:, -1]
+            logits = (model(nxt[:, None], cache) if use_cache
+                      else model(seq))[:, -1]
     finally:
         model.train(was_training)
     return seq[0] if one else seq
 
 
-# --- translation as continuation ------------------------------------------------------------
+# --- translation as continuation ----------------------------------------------
 
 SEP = "<sep>"
 
 
 def continuation_vocab(src_vocab: Vocab, tgt_vocab: Vocab) -> Vocab:
-    """把英文词表和中文词表合成一个，再加上分隔符 ``<sep>``：只用解码器的模型只有一张词表。
+    """把英文和中文词表合成一个，加上 ``<sep>``：只用解码器的模型只有一张词表。
 
-    One vocabulary for both languages plus ``<sep>``; the special ids are :class:`Vocab`'s.
+    One vocabulary for both languages plus ``<sep>``; the special ids are
+    :class:`Vocab`'s.
     """
     return Vocab([*src_vocab.itos[4:], *tgt_vocab.itos[4:], SEP])
 
 
 def encode_continuation(pairs, vocab: Vocab) -> list[tuple[list[int], int]]:
-    """把句对写成一条序列 ``英文 <sep> 中文 <eos>``，并记下提示（``英文 <sep>``）的长度。
+    """把句对写成一条序列 ``英文 <sep> 中文 <eos>``，并记下提示的长度。
 
-    (English, Chinese) tokens → (ids of ``English <sep> Chinese <eos>``, prompt length S).
+    (English, Chinese) tokens → (ids of ``English <sep> Chinese <eos>``, prompt
+    length S).
     """
     sep = vocab.stoi[SEP]
     out = []
@@ -395,14 +479,14 @@ def encode_continuation(pairs, vocab: Vocab) -> list[tuple[list[int], int]]:
 
 
 def continuation_batch(items, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """一批续写序列的输入和答案：答案只在续写部分（中文和 ``<eos>``），提示部分记作 ``pad_id``（不计损失）。
+    """一批续写序列的输入和答案：提示部分的答案记作 ``pad_id``（不计损失）。
 
-    Inputs x = seq[:-1] and targets y = seq[1:], both (B, L - 1), right-padded. Targets at
-    positions t < S - 1, S being the row's prompt length (they would be English tokens or
-    <sep>), are set to ``pad_id``, so a loss that ignores ``pad_id`` counts only the Chinese
-    tokens and <eos>: that is the loss mask.
+    Inputs x = seq[:-1] and targets y = seq[1:], both (B, L - 1), right-padded.
+    Targets at positions t < S - 1, S being the row's prompt length (they would
+    be English tokens or <sep>), are set to ``pad_id``, so a loss that ignores
+    ``pad_id`` counts only the Chinese tokens and <eos>: that is the loss mask.
     """
-    seqs = pad([ids for ids, _ in items], pad_id)                        # (B, L)
+    seqs = pad([ids for ids, _ in items], pad_id)  # (B, L)
     x, y = seqs[:, :-1], seqs[:, 1:].clone()
     for row, (_, p) in enumerate(items):
         y[row, :p - 1] = pad_id
@@ -410,10 +494,11 @@ def continuation_batch(items, pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def batch_lengths(items) -> list[tuple[int, int]]:
-    """按第 10 章的编码方式给出每个句对的（源句长，目标句长），让两种模型分到完全相同的批次。
+    """按第 10 章的编码给出每个句对的（源句长，目标句长），让两种模型批次相同。
 
-    For ``encode_continuation`` items: (len(English) + 1, len(Chinese) + 2), the lengths of
-    chapter 10's source (+ <eos>) and target (<bos> + … + <eos>), which its batches are cut by.
+    For ``encode_continuation`` items: (len(English) + 1, len(Chinese) + 2), the
+    lengths of chapter 10's source (+ <eos>) and target (<bos> + … + <eos>),
+    which its batches are cut by.
     """
     return [(p, len(ids) - p + 1) for ids, p in items]
 
@@ -426,22 +511,25 @@ class ContinuationRun:
     history: dict
 
 
-def train_continuation(model: GPT, vocab: Vocab, pairs, cfg, device: str | torch.device = "cpu",
+def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
+                       device: str | torch.device = "cpu",
                        max_seconds: float | None = None, progress: bool = True,
                        precision: str = "auto") -> ContinuationRun:
-    """用第 10 章的训练设置训练只用解码器的模型：同样的批次、优化器、学习率日程、标签平滑和裁剪。
+    """用第 10 章的设置训练：同样的批次、优化器、学习率日程、标签平滑和裁剪。
 
-    Train ``model`` on ``English <sep> Chinese <eos>`` sequences with the settings of ``cfg``, a
-    :class:`~tf_tutorial.train.TrainConfig`: the same sentence batches as chapter 10 (grouped
-    by the pair's lengths in chapter 10's encoding, with ``cfg.batch_tokens`` and the same
-    seeds), Adam(0.9, 0.98, 1e-9),
-    the warmup schedule, label smoothing and gradient clipping. ``max_seconds`` stops once
-    that much training time has passed. ``precision``: as in :func:`tf_tutorial.train.train`
-    (mixed precision on a GPU, float32 on a CPU).
+    Train ``model`` on ``English <sep> Chinese <eos>`` sequences with the
+    settings of ``cfg``, a :class:`~tf_tutorial.train.TrainConfig`: the same
+    sentence batches as chapter 10 (grouped by the pair's lengths in chapter
+    10's encoding, with ``cfg.batch_tokens`` and the same seeds),
+    Adam(0.9, 0.98, 1e-9), the warmup schedule, label smoothing and gradient
+    clipping. ``max_seconds`` stops once that much training time has passed.
+    ``precision``: as in :func:`tf_tutorial.train.train` (mixed precision on a
+    GPU, float32 on a CPU).
     """
     import contextlib
 
-    from tf_tutorial.train import _progress, autocast_dtype, optimizer_and_schedule
+    from tf_tutorial.train import (_progress, autocast_dtype,
+                                   optimizer_and_schedule)
 
     dev = torch.device(device)
     torch.manual_seed(cfg.seed)
@@ -449,24 +537,31 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg, device: str | torch
     items = encode_continuation(pairs, vocab)
     lengths = batch_lengths(items)
     opt, sched = optimizer_and_schedule(model, cfg, model.config.d_model)
-    loss_fn = nn.CrossEntropyLoss(ignore_index=vocab.pad_id, label_smoothing=cfg.label_smoothing)
+    loss_fn = nn.CrossEntropyLoss(ignore_index=vocab.pad_id,
+                                  label_smoothing=cfg.label_smoothing)
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
-    history = {"step": [], "loss": [], "seconds": 0.0, "tokens": 0, "input_tokens": 0}
+    history = {"step": [], "loss": [], "seconds": 0.0, "tokens": 0,
+               "input_tokens": 0}
     size = None if cfg.batch_tokens else cfg.batch_size
     bar = _progress(progress, total=cfg.steps, desc="train[gpt]")
     start, step, epoch = time.perf_counter(), 0, 0
     model.train()
-    while step < cfg.steps and not (max_seconds and time.perf_counter() - start > max_seconds):
-        for chunk in batch_indices(lengths, size, cfg.batch_tokens, seed=cfg.seed * 1000 + epoch):
-            if step >= cfg.steps or (max_seconds and time.perf_counter() - start > max_seconds):
+    while step < cfg.steps and not (
+            max_seconds and time.perf_counter() - start > max_seconds):
+        for chunk in batch_indices(lengths, size, cfg.batch_tokens,
+                                   seed=cfg.seed * 1000 + epoch):
+            if step >= cfg.steps or (
+                    max_seconds and time.perf_counter() - start > max_seconds):
                 break
             x, y = continuation_batch([items[i] for i in chunk], vocab.pad_id)
             x, y = x.to(dev), y.to(dev)
-            answer = y != vocab.pad_id                                      # (B, L - 1): the loss mask
-            with torch.autocast(dev.type, dtype=amp) if amp else contextlib.nullcontext():
-                logits = model(x, keep=answer)                              # (K, |V|), answer rows only
-            loss = loss_fn(logits.float(), y[answer])                       # mean over the answer tokens
+            answer = y != vocab.pad_id          # (B, L - 1): the loss mask
+            with (torch.autocast(dev.type, dtype=amp) if amp
+                  else contextlib.nullcontext()):
+                logits = model(x, keep=answer)  # (K, |V|), answer rows only
+            # mean over the answer tokens
+            loss = loss_fn(logits.float(), y[answer])
             opt.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
             scaler.unscale_(opt)
@@ -477,8 +572,10 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg, device: str | torch
             step += 1
             history["step"].append(step)
             history["loss"].append(loss.item())
-            history["tokens"] += int(answer.sum())                          # answer tokens (in the loss)
-            history["input_tokens"] += int((x != vocab.pad_id).sum())       # every token read
+            # answer tokens (in the loss)
+            history["tokens"] += int(answer.sum())
+            # every token read
+            history["input_tokens"] += int((x != vocab.pad_id).sum())
             bar.update(1)
         epoch += 1
     bar.close()
@@ -488,16 +585,19 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg, device: str | torch
 
 
 @torch.no_grad()
-def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10, temperature: float = 1.0,
-                           top_k: int | None = 1, top_p: float | None = None,
-                           generator: torch.Generator | None = None) -> list[str]:
-    """把 ``pairs`` 里的英文句子当作提示续写出中文（默认贪心），返回以空格连接词元的译文。
+def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
+                           temperature: float = 1.0, top_k: int | None = 1,
+                           top_p: float | None = None,
+                           generator: torch.Generator | None = None
+                           ) -> list[str]:
+    """把 ``pairs`` 的英文当作提示续写中文（默认贪心），返回空格连接词元的译文。
 
     Continue ``English <sep>`` for every pair; outputs as space-joined strings.
 
-    Prompts of one length go through :func:`generate` together (no padding inside a prompt),
-    each allowed its longest reference + ``extra`` tokens. The default ``top_k=1`` is greedy;
-    ``temperature``, ``top_k``, ``top_p`` and ``generator`` are passed on to :func:`sample`.
+    Prompts of one length go through :func:`generate` together (no padding
+    inside a prompt), each allowed its longest reference + ``extra`` tokens. The
+    default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
+    ``generator`` are passed on to :func:`sample`.
     """
     device = next(model.parameters()).device
     items = encode_continuation(pairs, vocab)
@@ -506,16 +606,19 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10, tem
         groups.setdefault(p, []).append(i)
     out = [""] * len(pairs)
     for p, idx in sorted(groups.items()):
-        prompt = torch.tensor([items[i][0][:p] for i in idx], device=device)          # (B, S)
-        n = min(max(len(pairs[i][1]) for i in idx) + extra, model.config.max_len - p)
-        ids = generate(model, prompt, n, temperature, top_k, top_p, generator, eos_id=vocab.eos_id)
+        prompt = torch.tensor([items[i][0][:p] for i in idx],
+                              device=device)  # (B, S)
+        n = min(max(len(pairs[i][1]) for i in idx) + extra,
+                model.config.max_len - p)
+        ids = generate(model, prompt, n, temperature, top_k, top_p, generator,
+                       eos_id=vocab.eos_id)
         for i, row in zip(idx, ids[:, p:].cpu()):
             out[i] = " ".join(vocab.decode(row))
     return out
 
 
 def evaluate_continuation(model: GPT, vocab: Vocab, pairs) -> dict:
-    """与 :func:`tf_tutorial.metrics.evaluate` 相同的评测（完全匹配、BLEU、按现象），译文由续写得到。"""
+    """与 :func:`tf_tutorial.metrics.evaluate` 相同的评测，译文由续写得到。"""
     from tf_tutorial.metrics import score
 
     return score(pairs, translate_continuation(model, vocab, pairs))

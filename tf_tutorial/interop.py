@@ -1,9 +1,11 @@
 """与 ``torch.nn`` 互换：由 PyTorch 的模块造出本软件包里权重相同的对应模块。
 
-Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the same weights.
+Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the
+same weights.
 
-The book uses it to prove, to float tolerance, that our readable code computes what PyTorch
-computes. Each supported ``torch.nn`` class registers one converter below.
+The book uses it to prove, to float tolerance, that our readable code computes
+what PyTorch computes. Each supported ``torch.nn`` class registers one converter
+below.
 """
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ def _converter(torch_type: type):
 
 
 def from_torch(module: nn.Module) -> nn.Module:
-    """把一个 ``torch.nn`` 模块换成本软件包的对应模块，复制权重、数据类型和设备。
+    """把 ``torch.nn`` 模块换成本软件包的对应模块，复制权重、数据类型和设备。
 
-    Return this package's equivalent of ``module`` with copied weights, dtype and device.
+    Return this package's equivalent of ``module`` with copied weights, dtype
+    and device.
 
     Raises:
         TypeError: no converter for ``type(module)``.
@@ -36,11 +39,13 @@ def from_torch(module: nn.Module) -> nn.Module:
         if type(module) is torch_type:
             return convert(module).train(module.training)
     names = ", ".join(sorted(f"nn.{t.__name__}" for t in _CONVERTERS))
-    raise TypeError(f"from_torch() supports {names}, but got {type(module).__name__}")
+    raise TypeError(f"from_torch() supports {names}, "
+                    f"but got {type(module).__name__}")
 
 
 def _placed_like(ours: nn.Module, ref: nn.Module) -> nn.Module:
-    """Move ``ours`` to ``ref``'s dtype and device *before* copying, so no precision is lost."""
+    """Move ``ours`` to ``ref``'s dtype and device *before* copying, so no
+    precision is lost."""
     p = next(ref.parameters(), None)
     return ours if p is None else ours.to(device=p.device, dtype=p.dtype)
 
@@ -50,11 +55,14 @@ def convert_rnn(m: nn.RNN) -> nn.Module:
     """把单层、tanh、批维在前的 ``nn.RNN`` 换成本书的 ``ElmanRNN``。"""
     from tf_tutorial.rnn import ElmanRNN
 
-    problems = {"num_layers": (m.num_layers, 1), "nonlinearity": (m.nonlinearity, "tanh"),
-                "bidirectional": (m.bidirectional, False), "batch_first": (m.batch_first, True)}
+    problems = {"num_layers": (m.num_layers, 1),
+                "nonlinearity": (m.nonlinearity, "tanh"),
+                "bidirectional": (m.bidirectional, False),
+                "batch_first": (m.batch_first, True)}
     for arg, (got, want) in problems.items():
         if got != want:
-            raise ValueError(f"from_torch(nn.RNN): expected {arg}={want!r}, but got {got!r}")
+            raise ValueError(f"from_torch(nn.RNN): expected {arg}={want!r}, "
+                             f"but got {got!r}")
     ours = _placed_like(ElmanRNN(m.input_size, m.hidden_size, bias=m.bias), m)
     with torch.no_grad():
         ours.weight_ih.copy_(m.weight_ih_l0)
@@ -70,33 +78,40 @@ def convert_multihead_attention(m: nn.MultiheadAttention) -> nn.Module:
     """把 ``nn.MultiheadAttention`` 换成本书的 ``MultiHeadAttention``。"""
     from tf_tutorial.multihead import MultiHeadAttention
 
-    if not m._qkv_same_embed_dim:   # our W^K and W^V read width D, as in the paper
-        raise ValueError(f"from_torch(nn.MultiheadAttention): expected kdim = vdim = embed_dim = "
-                         f"{m.embed_dim}, but got kdim={m.kdim}, vdim={m.vdim}")
-    problems = {"batch_first": (m.batch_first, True), "add_bias_kv": (m.bias_k is not None, False),
+    # our W^K and W^V read width D, as in the paper
+    if not m._qkv_same_embed_dim:
+        raise ValueError(f"from_torch(nn.MultiheadAttention): expected "
+                         f"kdim = vdim = embed_dim = {m.embed_dim}, "
+                         f"but got kdim={m.kdim}, vdim={m.vdim}")
+    problems = {"batch_first": (m.batch_first, True),
+                "add_bias_kv": (m.bias_k is not None, False),
                 "add_zero_attn": (m.add_zero_attn, False)}
     for arg, (got, want) in problems.items():
         if got != want:
-            raise ValueError(f"from_torch(nn.MultiheadAttention): expected {arg}={want!r}, "
-                             f"but got {got!r}")
+            raise ValueError(f"from_torch(nn.MultiheadAttention): expected "
+                             f"{arg}={want!r}, but got {got!r}")
     bias = m.in_proj_bias is not None
-    ours = _placed_like(MultiHeadAttention(m.embed_dim, m.num_heads, dropout=m.dropout, bias=bias), m)
-    w_q, w_k, w_v = m.in_proj_weight.chunk(3)  # PyTorch stacks the three (D, D) blocks
+    ours = _placed_like(MultiHeadAttention(m.embed_dim, m.num_heads,
+                                           dropout=m.dropout, bias=bias), m)
+    # PyTorch stacks the three (D, D) blocks
+    w_q, w_k, w_v = m.in_proj_weight.chunk(3)
     with torch.no_grad():
         for lin, w in ((ours.w_q, w_q), (ours.w_k, w_k), (ours.w_v, w_v),
                        (ours.w_o, m.out_proj.weight)):
             lin.weight.copy_(w)
         if bias:
-            for lin, b in zip((ours.w_q, ours.w_k, ours.w_v), m.in_proj_bias.chunk(3)):
+            for lin, b in zip((ours.w_q, ours.w_k, ours.w_v),
+                              m.in_proj_bias.chunk(3)):
                 lin.bias.copy_(b)
             ours.w_o.bias.copy_(m.out_proj.bias)
     return ours
 
 
 def torch_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
-    """把本书的掩码（True 表示可以看）换成 PyTorch 的 ``attn_mask``（True 表示屏蔽）。
+    """把本书的掩码（True 可以看）换成 PyTorch 的 ``attn_mask``（True 屏蔽）。
 
-    Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask`` (True = blocked).
+    Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask``
+    (True = blocked).
     """
     return ~allowed
 
@@ -104,10 +119,11 @@ def torch_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
 def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
     """把本书的填充掩码换成 PyTorch 的 ``key_padding_mask``（True 表示填充）。
 
-    Our padding mask (B, 1, S), True = real token → PyTorch's ``key_padding_mask`` (B, S),
-    True = padding."""
+    Our padding mask (B, 1, S), True = real token → PyTorch's
+    ``key_padding_mask`` (B, S), True = padding."""
     if allowed.dim() != 3 or allowed.shape[1] != 1:
-        raise ValueError(f"expected a padding mask of shape (B, 1, S), but got {tuple(allowed.shape)}")
+        raise ValueError(f"expected a padding mask of shape (B, 1, S), "
+                         f"but got {tuple(allowed.shape)}")
     return ~allowed[:, 0]
 
 
@@ -116,10 +132,13 @@ def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
     """把 ``nn.LayerNorm`` 换成本书的 ``LayerNorm``。"""
     from tf_tutorial.norm import LayerNorm
 
-    if len(m.normalized_shape) != 1 or not m.elementwise_affine or m.bias is None:
-        raise ValueError(f"from_torch(nn.LayerNorm): expected one normalised dimension with "
-                         f"weight and bias, but got normalized_shape={m.normalized_shape}, "
-                         f"elementwise_affine={m.elementwise_affine}")
+    if (len(m.normalized_shape) != 1 or not m.elementwise_affine
+            or m.bias is None):
+        raise ValueError(f"from_torch(nn.LayerNorm): expected one normalised "
+                         f"dimension with weight and bias, but got "
+                         f"normalized_shape={m.normalized_shape}, "
+                         f"elementwise_affine={m.elementwise_affine}, "
+                         f"bias={m.bias is not None}")
     ours = _placed_like(LayerNorm(m.normalized_shape[0], eps=m.eps), m)
     with torch.no_grad():
         ours.weight.copy_(m.weight)
@@ -128,14 +147,16 @@ def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
 
 
 def _activation_name(m: nn.Module) -> str:
-    """'relu' or 'gelu' for a torch Transformer layer; ValueError for anything else."""
+    """'relu' or 'gelu' for a torch Transformer layer; ValueError for
+    anything else."""
     act = m.activation
     if act is F.relu or isinstance(act, nn.ReLU):
         return "relu"
-    if act is F.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
+    if act is F.gelu or (isinstance(act, nn.GELU)
+                         and act.approximate == "none"):
         return "gelu"
-    raise ValueError(f"from_torch({type(m).__name__}): expected a relu or gelu activation, "
-                     f"but got {act!r}")
+    raise ValueError(f"from_torch({type(m).__name__}): expected a relu or "
+                     f"gelu activation, but got {act!r}")
 
 
 def _copy_linear_norm(pairs) -> None:
@@ -146,12 +167,19 @@ def _copy_linear_norm(pairs) -> None:
 
 
 def _layer_kwargs(m: nn.Module) -> dict:
-    """Our layer's constructor arguments, read off a torch encoder or decoder layer."""
+    """Our layer's constructor arguments, read off a torch encoder or decoder
+    layer."""
     if not m.self_attn.batch_first:
-        raise ValueError(f"from_torch({type(m).__name__}): expected batch_first=True, but got False")
+        raise ValueError(f"from_torch({type(m).__name__}): expected "
+                         "batch_first=True, but got False")
+    if m.linear1.bias is None:
+        raise ValueError(f"from_torch({type(m).__name__}): expected a layer "
+                         "with biases (our layers always have them), but got "
+                         "bias=False")
     return dict(d_model=m.self_attn.embed_dim, n_heads=m.self_attn.num_heads,
-                d_ff=m.linear1.out_features, dropout=m.dropout.p, norm_first=m.norm_first,
-                activation=_activation_name(m), eps=m.norm1.eps)
+                d_ff=m.linear1.out_features, dropout=m.dropout.p,
+                norm_first=m.norm_first, activation=_activation_name(m),
+                eps=m.norm1.eps)
 
 
 @_converter(nn.TransformerEncoderLayer)
@@ -162,7 +190,8 @@ def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
     ours = _placed_like(EncoderLayer(**_layer_kwargs(m)), m)
     ours.self_attn = convert_multihead_attention(m.self_attn)
     _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
-                       (ours.attn_block.norm, m.norm1), (ours.ffn_block.norm, m.norm2)])
+                       (ours.attn_block.norm, m.norm1),
+                       (ours.ffn_block.norm, m.norm2)])
     return ours
 
 
@@ -175,7 +204,8 @@ def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
     ours.self_attn = convert_multihead_attention(m.self_attn)
     ours.cross_attn = convert_multihead_attention(m.multihead_attn)
     _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
-                       (ours.self_block.norm, m.norm1), (ours.cross_block.norm, m.norm2),
+                       (ours.self_block.norm, m.norm1),
+                       (ours.cross_block.norm, m.norm2),
                        (ours.ffn_block.norm, m.norm3)])
     return ours
 
@@ -195,8 +225,10 @@ def convert_encoder(m: nn.TransformerEncoder) -> nn.Module:
     from tf_tutorial.encoder import Encoder
 
     first = m.layers[0]
-    return _convert_stack(m, Encoder(first.self_attn.embed_dim, first.self_attn.num_heads,
-                                     first.linear1.out_features, 0))
+    return _convert_stack(m, Encoder(first.self_attn.embed_dim,
+                                     first.self_attn.num_heads,
+                                     first.linear1.out_features,
+                                     len(m.layers)))
 
 
 @_converter(nn.TransformerDecoder)
@@ -205,35 +237,42 @@ def convert_decoder(m: nn.TransformerDecoder) -> nn.Module:
     from tf_tutorial.decoder import Decoder
 
     first = m.layers[0]
-    return _convert_stack(m, Decoder(first.self_attn.embed_dim, first.self_attn.num_heads,
-                                     first.linear1.out_features, 0))
+    return _convert_stack(m, Decoder(first.self_attn.embed_dim,
+                                     first.self_attn.num_heads,
+                                     first.linear1.out_features,
+                                     len(m.layers)))
 
 
 def convert_rms_norm(m: nn.Module) -> nn.Module:
     """把 ``nn.RMSNorm`` 换成本书的 ``RMSNorm``（第 12 章）。
 
-    ``eps=None`` in PyTorch means the machine epsilon of the dtype the norm is computed in:
-    ``torch.finfo(torch.float32).eps`` (≈ 1.19e-7) for float32, bfloat16 and float16 modules,
-    ``torch.finfo(torch.float64).eps`` for float64 ones. Our ``RMSNorm`` holds a number, so it
-    gets the value for the module's dtype now; a later ``.double()`` does not change it.
+    ``eps=None`` in PyTorch means the machine epsilon of the dtype the norm is
+    computed in: ``torch.finfo(torch.float32).eps`` (≈ 1.19e-7) for float32,
+    bfloat16 and float16 modules, ``torch.finfo(torch.float64).eps`` for float64
+    ones. Our ``RMSNorm`` holds a number, so it gets the value for the module's
+    dtype now; a later ``.double()`` does not change it.
 
     Raises:
-        ValueError: more than one normalised dimension, or no weight (elementwise_affine=False).
+        ValueError: more than one normalised dimension, or no weight
+            (elementwise_affine=False).
     """
     from tf_tutorial.norm import RMSNorm
 
     if len(m.normalized_shape) != 1 or m.weight is None:
-        raise ValueError(f"from_torch(nn.RMSNorm): expected one normalised dimension with a "
-                         f"weight, but got normalized_shape={m.normalized_shape}, "
+        raise ValueError(f"from_torch(nn.RMSNorm): expected one normalised "
+                         f"dimension with a weight, but got "
+                         f"normalized_shape={m.normalized_shape}, "
                          f"elementwise_affine={m.elementwise_affine}")
     eps = m.eps
     if eps is None:
-        eps = torch.finfo(torch.promote_types(m.weight.dtype, torch.float32)).eps
+        eps = torch.finfo(
+            torch.promote_types(m.weight.dtype, torch.float32)).eps
     ours = _placed_like(RMSNorm(m.normalized_shape[0], eps=eps), m)
     with torch.no_grad():
         ours.weight.copy_(m.weight)
     return ours
 
 
-if hasattr(nn, "RMSNorm"):  # torch >= 2.4; the package itself asks for torch >= 2.2
+# torch >= 2.4; the package itself asks for torch >= 2.2
+if hasattr(nn, "RMSNorm"):
     _converter(nn.RMSNorm)(convert_rms_norm)

@@ -1,8 +1,9 @@
 """第 10 章：评测——完全匹配率、BLEU（sacrebleu，中文分词）与按现象的错误分析。
 
-BLEU = BP · exp(¼ Σₙ log pₙ), n = 1..4: pₙ is the share of the output's n-grams that also occur in
-the reference (each counted at most as often as it occurs there), and the brevity penalty
-BP = min(1, exp(1 − r/c)) punishes an output of c tokens shorter than the reference's r.
+BLEU = BP · exp(¼ Σₙ log pₙ), n = 1..4: pₙ is the share of the output's n-grams
+that also occur in the reference (each counted at most as often as it occurs
+there), and the brevity penalty BP = min(1, exp(1 − r/c)) punishes an output of
+c tokens shorter than the reference's r.
 """
 from __future__ import annotations
 
@@ -17,9 +18,11 @@ from tf_tutorial.corpus.data import encode_pairs, pad
 from tf_tutorial.decode import beam_search, greedy_decode
 
 NUMBER_WORDS = {"hundred", "thousand", "million"} | set(
-    "two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety".split())
-TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at", "in", "on", "tonight"}
+    "two three four five six seven eight nine ten eleven twelve thirteen "
+    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty "
+    "fifty sixty seventy eighty ninety".split())
+TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at",
+              "in", "on", "tonight"}
 
 
 def exact_match(hyps: list[str], refs: list[str]) -> float:
@@ -28,64 +31,82 @@ def exact_match(hyps: list[str], refs: list[str]) -> float:
     Share of outputs equal to the reference, token for token.
     """
     if len(hyps) != len(refs) or not refs:
-        raise ValueError(f"need as many outputs as references (and at least one), got {len(hyps)} and {len(refs)}")
+        raise ValueError(
+            f"need as many outputs as references (and at least one), "
+            f"got {len(hyps)} and {len(refs)}")
     return sum(h == r for h, r in zip(hyps, refs)) / len(refs)
 
 
 def bleu(hyps: list[str], refs: list[str]) -> float:
     """语料级 BLEU，用 sacrebleu 的中文切分（每个汉字算一个词元）。
 
-    Corpus BLEU with sacrebleu's Chinese tokenisation (one token per Chinese character).
+    Corpus BLEU with sacrebleu's Chinese tokenisation (one token per Chinese
+    character).
     """
     if len(hyps) != len(refs) or not refs:
-        raise ValueError(f"need as many outputs as references (and at least one), got {len(hyps)} and {len(refs)}")
-    join = lambda s: s.replace(" ", "")                       # noqa: E731 - text as a reader writes it
-    return sacrebleu.corpus_bleu([join(h) for h in hyps], [[join(r) for r in refs]], tokenize="zh").score
+        raise ValueError(
+            f"need as many outputs as references (and at least one), "
+            f"got {len(hyps)} and {len(refs)}")
+    join = lambda s: s.replace(" ", "")  # noqa: E731 - text as a reader
+                                         # writes it
+    return sacrebleu.corpus_bleu(
+        [join(h) for h in hyps], [[join(r) for r in refs]], tokenize="zh").score
 
 
 def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
-    """逐步算出一句输出对一句参考译文的 BLEU（按字切分，与 sacrebleu 的 "zh" 相同）。
+    """逐步算出一句输出对一句参考译文的 BLEU（按字切分，同 sacrebleu 的 "zh"）。
 
-    BLEU of one output against one reference, step by step, on characters (as sacrebleu's "zh").
+    BLEU of one output against one reference, step by step, on characters
+    (as sacrebleu's "zh").
 
-    Returns the clipped n-gram ``matches`` and ``totals``, the ``precisions`` (%), the brevity
-    penalty ``bp``, the lengths and the ``score`` (0–100). Like ``sacrebleu.sentence_bleu``, an
-    order with no match gets the "exp" smoothing (1 / 2ᵏ matches, k counting such orders), and
+    Returns the clipped n-gram ``matches`` and ``totals``, the
+    ``precisions`` (%), the brevity penalty ``bp``, the lengths and the
+    ``score`` (0–100). Like ``sacrebleu.sentence_bleu``, an order with no match
+    gets the "exp" smoothing (1 / 2ᵏ matches, k counting such orders), and
     orders longer than the output are left out.
     """
     h, r = list(hyp.replace(" ", "")), list(ref.replace(" ", ""))
     if not h or not r:
-        raise ValueError(f"need a non-empty output and reference, but got {hyp!r} and {ref!r}")
+        raise ValueError(f"need a non-empty output and reference, "
+                         f"but got {hyp!r} and {ref!r}")
     matches, totals = [], []
     for n in range(1, max_n + 1):
         grams_h = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
         grams_r = Counter(tuple(r[i:i + n]) for i in range(len(r) - n + 1))
-        matches.append(sum(min(c, grams_r[g]) for g, c in grams_h.items()))   # clipped by the reference
+        matches.append(sum(min(c, grams_r[g])    # clipped by the reference
+                           for g, c in grams_h.items()))
         totals.append(max(len(h) - n + 1, 0))
     logs, k = [], 1
-    for m, t in zip(matches, totals) if any(matches) else ():      # no match at all: BLEU is 0
+    for m, t in (zip(matches, totals) if any(matches)
+                 else ()):                        # no match at all: BLEU is 0
         if t == 0:
-            continue                                     # the output is shorter than n
+            continue                              # the output is shorter than n
         if m == 0:
             k *= 2
         logs.append(math.log(m / t if m else 1 / (k * t)))
     bp = 1.0 if len(h) > len(r) else math.exp(1 - len(r) / len(h))
     return {"matches": matches, "totals": totals,
-            "precisions": [100 * m / t if t else 0.0 for m, t in zip(matches, totals)],
+            "precisions": [100 * m / t if t else 0.0
+                           for m, t in zip(matches, totals)],
             "bp": bp, "hyp_len": len(h), "ref_len": len(r),
-            "score": 100 * bp * math.exp(sum(logs) / len(logs)) if logs else 0.0}
+            "score": (100 * bp * math.exp(sum(logs) / len(logs))
+                      if logs else 0.0)}
 
 
 def error_kind(ref: str, hyp: str) -> str:
-    """对齐输出和参考译文的词元，判断错误属于哪一类（漏词、多词、重复、错词、混合）。
+    """对齐输出和参考译文，判断错误属于哪一类（漏词、多词、重复、错词、混合）。
 
-    How an output differs from its reference, read off a token alignment (difflib).
+    How an output differs from its reference, read off a token alignment
+    (difflib).
 
-    "漏词" (tokens missing, nothing else wrong), "多词" (tokens added; "重复" when the added
-    tokens repeat the ones before them), "错词" (tokens replaced, nothing added or missing), "混合".
+    "漏词" (tokens missing, nothing else wrong), "多词" (tokens added; "重复"
+    when the added tokens repeat the ones before them), "错词" (tokens
+    replaced, nothing added or missing), "混合".
     """
     r, h = ref.split(), hyp.split()
-    ops = [op for op in difflib.SequenceMatcher(a=r, b=h, autojunk=False).get_opcodes() if op[0] != "equal"]
+    ops = [op for op in
+           difflib.SequenceMatcher(a=r, b=h, autojunk=False).get_opcodes()
+           if op[0] != "equal"]
     kinds = {op[0] for op in ops}
     if not ops:
         return "无误"
@@ -94,10 +115,12 @@ def error_kind(ref: str, hyp: str) -> str:
     if kinds == {"insert"}:
         for _, _, _, j1, j2 in ops:
             added = h[j1:j2]
-            if h[max(j1 - len(added), 0):j1] != added and h[j2:j2 + len(added)] != added:
+            if (h[max(j1 - len(added), 0):j1] != added
+                    and h[j2:j2 + len(added)] != added):
                 return "多词"
         return "重复"
-    if kinds == {"replace"} and all(i2 - i1 == j2 - j1 for _, i1, i2, j1, j2 in ops):
+    if kinds == {"replace"} and all(i2 - i1 == j2 - j1
+                                    for _, i1, i2, j1, j2 in ops):
         return "错词"
     return "混合"
 
@@ -105,7 +128,8 @@ def error_kind(ref: str, hyp: str) -> str:
 def phenomena(english: list[str]) -> list[str]:
     """列出一个英文句子用到了文法里的哪些现象（供错误分析）。
 
-    Which of the grammar's phenomena an English sentence exercises (for error analysis).
+    Which of the grammar's phenomena an English sentence exercises
+    (for error analysis).
     """
     words = set(english)
     tags = []
@@ -125,21 +149,26 @@ def phenomena(english: list[str]) -> list[str]:
 
 
 @torch.no_grad()
-def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1, batch_size: int = 200):
+def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
+                    batch_size: int = 200):
     """解码 ``pairs`` 里的每个英文句子，返回以空格连接词元的译文。
 
-    Decode every English sentence of ``pairs``; returns the outputs as space-joined strings.
+    Decode every English sentence of ``pairs``; returns the outputs as
+    space-joined strings.
     """
     device = next(model.parameters()).device
     encoded = encode_pairs(pairs, src_vocab, tgt_vocab)
-    order = sorted(range(len(pairs)), key=lambda i: len(encoded[i][0]))   # little padding
+    order = sorted(range(len(pairs)),
+                   key=lambda i: len(encoded[i][0]))       # little padding
     out = [None] * len(pairs)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         src = pad([encoded[i][0] for i in idx], src_vocab.pad_id).to(device)
-        limit = min(max(len(pairs[i][1]) for i in idx) + 10, model.config.max_len - 1)
+        limit = min(max(len(pairs[i][1]) for i in idx) + 10,
+                    model.config.max_len - 1)
         if beam_size == 1:
-            ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len=limit)
+            ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id,
+                                max_len=limit)
         else:
             ids = beam_search(model, src, beam_size, bos_id=tgt_vocab.bos_id,
                               eos_id=tgt_vocab.eos_id, max_len=limit)
@@ -151,22 +180,26 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1, batc
 def score(pairs, hyps: list[str]) -> dict:
     """给一组译文打分：完全匹配率、BLEU 和按现象分开的完全匹配率。
 
-    Exact match, BLEU and exact match per phenomenon of outputs ``hyps`` (space-joined
-    tokens) for ``pairs`` of (English tokens, Chinese tokens); the outputs are returned too.
+    Exact match, BLEU and exact match per phenomenon of outputs ``hyps``
+    (space-joined tokens) for ``pairs`` of (English tokens, Chinese tokens); the
+    outputs are returned too.
     """
     refs = [" ".join(zh) for _, zh in pairs]
     by_tag: dict = {}
     for (en, _), h, r in zip(pairs, hyps, refs):
         for tag in phenomena(en):
             by_tag.setdefault(tag, []).append(h == r)
-    return {"exact_match": exact_match(hyps, refs), "bleu": bleu(hyps, refs), "hyps": hyps, "refs": refs,
-            "by_phenomenon": {t: (sum(v) / len(v), len(v)) for t, v in sorted(by_tag.items())}}
+    return {"exact_match": exact_match(hyps, refs), "bleu": bleu(hyps, refs),
+            "hyps": hyps, "refs": refs,
+            "by_phenomenon": {t: (sum(v) / len(v), len(v))
+                              for t, v in sorted(by_tag.items())}}
 
 
 def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
     """在 ``pairs`` 上算完全匹配率、BLEU 和按现象分开的完全匹配率，并返回译文。
 
-    Exact match, BLEU and exact match per phenomenon on ``pairs`` (see :func:`score`); also
-    returns the outputs.
+    Exact match, BLEU and exact match per phenomenon on ``pairs`` (see
+    :func:`score`); also returns the outputs.
     """
-    return score(pairs, translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size))
+    return score(pairs, translate_pairs(model, pairs, src_vocab, tgt_vocab,
+                                        beam_size))

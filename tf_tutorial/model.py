@@ -2,7 +2,8 @@
 
 logits = Decoder(Embed(tgt_in)·√D + PE, Encoder(Embed(src)·√D + PE)) W_outᵀ
 
-Shape legend: B batch, S source length, T target length, D d_model, V vocabulary size.
+Shape legend: B batch, S source length, T target length, D d_model,
+V vocabulary size.
 """
 from __future__ import annotations
 
@@ -20,23 +21,27 @@ from tf_tutorial.encoder import Encoder
 def require_positive_ints(obj, names) -> None:
     """检查 ``obj`` 的这些属性都是正整数，否则报出第一个不合格的名字。
 
-    Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an int ≥ 1.
+    Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an
+    int ≥ 1.
     """
     for name in names:
         value = getattr(obj, name)
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, but got {value!r}")
+            raise ValueError(f"{name} must be a positive integer, "
+                             f"but got {value!r}")
 
 
 def check_shape(config, sizes) -> None:
-    """检查配置里的尺寸都是正整数、头数整除宽度、dropout 在 [0, 1) 里（第 10、11 章的配置共用）。
+    """检查尺寸是正整数、头数整除宽度、dropout 在 [0, 1) 里（10、11 章共用）。
 
-    ``sizes``: the names of the config's integer sizes; ``d_model``, ``n_heads`` and ``dropout``
-    are checked too. Raise ``ValueError`` naming the first bad value.
+    ``sizes``: the names of the config's integer sizes; ``d_model``, ``n_heads``
+    and ``dropout`` are checked too. Raise ``ValueError`` naming the first bad
+    value.
     """
     require_positive_ints(config, sizes)
     if config.d_model % config.n_heads:
-        raise ValueError(f"d_model={config.d_model} is not divisible by n_heads={config.n_heads}")
+        raise ValueError(f"d_model={config.d_model} is not divisible by "
+                         f"n_heads={config.n_heads}")
     if not 0.0 <= config.dropout < 1.0:
         raise ValueError(f"dropout must be in [0, 1), but got {config.dropout}")
 
@@ -45,14 +50,18 @@ def check_shape(config, sizes) -> None:
 class TransformerConfig:
     """Transformer 的超参数，默认值就是论文的 base 模型。
 
-    The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers, d_ff 2048, dropout 0.1).
+    The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers,
+    d_ff 2048, dropout 0.1).
 
     ``norm_first``: False = Post-LN as in the paper, True = Pre-LN.
-    ``dropout``: on each sub-layer's output and on embeddings + positions (the paper's two
-    places), and also on attention weights and the FFN's hidden layer (as PyTorch does).
-    ``pad_id``, ``bos_id``, ``eos_id``: the special tokens of the vocabularies (decoding reads them here).
-    ``share_embeddings``: one table for source, target and output (paper §3.4; needs one
-    shared vocabulary). ``tie_output``: the output projection reuses the target embedding.
+    ``dropout``: on each sub-layer's output and on embeddings + positions (the
+    paper's two places), and also on attention weights and the FFN's hidden
+    layer (as PyTorch does).
+    ``pad_id``, ``bos_id``, ``eos_id``: the special tokens of the vocabularies
+    (decoding reads them here).
+    ``share_embeddings``: one table for source, target and output (paper §3.4;
+    needs one shared vocabulary). ``tie_output``: the output projection reuses
+    the target embedding.
     """
 
     src_vocab_size: int
@@ -71,18 +80,26 @@ class TransformerConfig:
     tie_output: bool = True
 
     def __post_init__(self):
-        check_shape(self, ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers", "d_ff", "max_len"))
+        check_shape(self, ("src_vocab_size", "tgt_vocab_size", "d_model",
+                           "n_heads", "n_layers", "d_ff", "max_len"))
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id={self.pad_id} is not a valid id for vocabularies of size "
-                             f"{self.src_vocab_size} and {self.tgt_vocab_size}")
+            raise ValueError(f"pad_id={self.pad_id} is not a valid id for "
+                             f"vocabularies of size {self.src_vocab_size} "
+                             f"and {self.tgt_vocab_size}")
         for name in ("bos_id", "eos_id"):
             value = getattr(self, name)
-            if not isinstance(value, int) or not 0 <= value < self.tgt_vocab_size or value == self.pad_id:
-                raise ValueError(f"{name}={value!r} must be an id of the target vocabulary (size "
-                                 f"{self.tgt_vocab_size}) other than pad_id={self.pad_id}")
+            if (not isinstance(value, int)
+                    or not 0 <= value < self.tgt_vocab_size
+                    or value == self.pad_id):
+                raise ValueError(
+                    f"{name}={value!r} must be an id of the target vocabulary "
+                    f"(size {self.tgt_vocab_size}) other than "
+                    f"pad_id={self.pad_id}")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
-            raise ValueError("share_embeddings=True needs one shared vocabulary, but got "
-                             f"src_vocab_size={self.src_vocab_size} != tgt_vocab_size={self.tgt_vocab_size}")
+            raise ValueError(
+                "share_embeddings=True needs one shared vocabulary, but got "
+                f"src_vocab_size={self.src_vocab_size} != "
+                f"tgt_vocab_size={self.tgt_vocab_size}")
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点用）。"""
@@ -95,25 +112,31 @@ class Transformer(nn.Module):
     The encoder–decoder of "Attention Is All You Need", batch first.
 
     Shape:
-        src (B, S) and tgt_in (B, T) token ids → logits (B, T, V_tgt). Padding masks come from
-        ``pad_id``; the target also gets the causal mask.
+        src (B, S) and tgt_in (B, T) token ids → logits (B, T, V_tgt). Padding
+        masks come from ``pad_id``; the target also gets the causal mask.
     """
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
         c = self.config = config
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)
-        self.tgt_embed = self.src_embed if c.share_embeddings else TokenEmbedding(c.tgt_vocab_size, c.d_model)
-        self.positions = SinusoidalPositionalEncoding(c.d_model, c.max_len, c.dropout)
-        self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.norm_first)
-        self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_layers, c.dropout, c.norm_first)
+        self.tgt_embed = (self.src_embed if c.share_embeddings
+                          else TokenEmbedding(c.tgt_vocab_size, c.d_model))
+        self.positions = SinusoidalPositionalEncoding(c.d_model, c.max_len,
+                                                      c.dropout)
+        self.encoder = Encoder(c.d_model, c.n_heads, c.d_ff, c.n_layers,
+                               c.dropout, c.norm_first)
+        self.decoder = Decoder(c.d_model, c.n_heads, c.d_ff, c.n_layers,
+                               c.dropout, c.norm_first)
         self.out = nn.Linear(c.d_model, c.tgt_vocab_size, bias=False)
         if c.share_embeddings or c.tie_output:
-            self.out.weight = self.tgt_embed.table.weight       # (V, D), one matrix, two uses
+            # (V, D), one matrix, two uses
+            self.out.weight = self.tgt_embed.table.weight
 
     def _check_tokens(self, name: str, tokens: torch.Tensor) -> None:
         if tokens.dim() != 2:
-            raise ValueError(f"{name}: expected token ids of shape (B, L), but got {tuple(tokens.shape)}")
+            raise ValueError(f"{name}: expected token ids of shape (B, L), "
+                             f"but got {tuple(tokens.shape)}")
 
     def encode(self, src: torch.Tensor):
         """编码源序列，返回记忆和源序列的填充掩码。
@@ -121,32 +144,40 @@ class Transformer(nn.Module):
         src (B, S) → memory (B, S, D) and the source mask (B, 1, S).
         """
         self._check_tokens("src", src)
-        src_mask = padding_mask(src, self.config.pad_id)                    # (B, 1, S)
-        return self.encoder(self.positions(self.src_embed(src)), src_mask), src_mask
+        src_mask = padding_mask(src, self.config.pad_id)         # (B, 1, S)
+        return (self.encoder(self.positions(self.src_embed(src)), src_mask),
+                src_mask)
 
-    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor,
-               cache: DecoderCache | None = None, return_weights: bool = False):
+    def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor,
+               src_mask: torch.Tensor, cache: DecoderCache | None = None,
+               return_weights: bool = False):
         """由目标前缀和记忆算出每个位置对下一个词元的打分（logits）。
 
         tgt_in (B, T), memory (B, S, D) → logits (B, T, V).
 
-        With a ``cache`` (:meth:`new_cache`), ``tgt_in`` holds only the new tokens: their
-        positions start where the cache ends, and they attend to every cached position (the
-        target padding mask is not applied then: decoding never feeds <pad> before a live token).
-        ``return_weights=True`` also returns {"self": [(B, H, T, t + T)], "cross": [(B, H, T, S)]}.
+        With a ``cache`` (:meth:`new_cache`), ``tgt_in`` holds only the new
+        tokens: their positions start where the cache ends, and they attend to
+        every cached position (the target padding mask is not applied then:
+        decoding never feeds <pad> before a live token).
+        ``return_weights=True`` also returns
+        {"self": [(B, H, T, t + T)], "cross": [(B, H, T, S)]}.
         """
         self._check_tokens("tgt_in", tgt_in)
         start, T = (0 if cache is None else cache.length), tgt_in.shape[1]
         if cache is None:
-            self_mask = causal_mask(T, tgt_in.device) & padding_mask(tgt_in, self.config.pad_id)  # (B, T, T)
-        else:   # one new token may see everything cached; several see the cache and their past
-            self_mask = None if T == 1 else causal_mask(start + T, tgt_in.device)[start:]        # (T, t + T)
-        x = self.positions(self.tgt_embed(tgt_in), start)                  # (B, T, D)
+            self_mask = causal_mask(T, tgt_in.device) & padding_mask(
+                tgt_in, self.config.pad_id)                      # (B, T, T)
+        else:
+            # one new token may see everything cached; several see the cache
+            # and their past
+            self_mask = None if T == 1 else causal_mask(
+                start + T, tgt_in.device)[start:]                # (T, t + T)
+        x = self.positions(self.tgt_embed(tgt_in), start)        # (B, T, D)
         y = self.decoder(x, memory, self_mask, src_mask, cache, return_weights)
         if return_weights:
             y, maps = y
             return self.out(y), maps
-        return self.out(y)                                                  # (B, T, V)
+        return self.out(y)                                       # (B, T, V)
 
     def new_cache(self) -> DecoderCache:
         """新建一个空的解码缓存，供逐步解码使用。
@@ -160,8 +191,9 @@ class Transformer(nn.Module):
         self._check_tokens("src", src)
         self._check_tokens("tgt_in", tgt_in)
         if src.shape[0] != tgt_in.shape[0]:
-            raise ValueError(f"src and tgt_in must have the same batch size, but got "
-                             f"{tuple(src.shape)} and {tuple(tgt_in.shape)}")
+            raise ValueError(
+                f"src and tgt_in must have the same batch size, but got "
+                f"{tuple(src.shape)} and {tuple(tgt_in.shape)}")
         memory, src_mask = self.encode(src)
         return self.decode(tgt_in, memory, src_mask)
 
@@ -169,6 +201,7 @@ class Transformer(nn.Module):
 def count_parameters(model: nn.Module) -> int:
     """数出模型的可训练参数个数（共享的参数只算一次）。
 
-    Trainable parameters, each shared tensor counted once (``parameters()`` already dedupes).
+    Trainable parameters, each shared tensor counted once (``parameters()``
+    already dedupes).
     """
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -1,34 +1,60 @@
 """第 4 章：多头注意力（multi-head attention）。
 
-MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+MultiHead(Q, K, V) = Concat(head_1, ..., head_H) W^O,
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-Shape legend (book/appendix_notation.md): B batch, T query length, S key and value length
-(in self-attention S = T = L), D d_model, H heads, d_k = D / H the width of one head,
-t positions already in a cache, H_kv key/value heads of :class:`GroupedQueryAttention`
-(chapter 12; H_kv = H is multi-head attention, H_kv = 1 multi-query attention).
+Shape legend (book/appendix_notation.md): B batch, T query length, S key and
+value length (in self-attention S = T = L), D d_model, H heads, d_k = D / H the
+width of one head, t positions already in a cache, H_kv key/value heads of
+:class:`GroupedQueryAttention` (chapter 12; H_kv = H is multi-head attention,
+H_kv = 1 multi-query attention).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from tf_tutorial.attention import check_mask, fused_attention, scaled_dot_product_attention
+from tf_tutorial._checks import require_sizes
+from tf_tutorial.attention import (check_mask, fused_attention,
+                                   scaled_dot_product_attention)
+
+
+def check_inputs(query, key, value, d_model: int) -> None:
+    """检查注意力层的三个输入：形状 (B, L, D)、同一个批、键和值一样长。
+
+    Raise ValueError naming the argument: query (B, T, D), key and value
+    (B, S, D) with the same B and S.
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() != 3 or t.shape[-1] != d_model:
+            raise ValueError(f"{name}: expected shape (B, L, {d_model}), "
+                             f"but got {tuple(t.shape)}")
+    if not query.shape[0] == key.shape[0] == value.shape[0]:
+        raise ValueError(f"query, key and value must have the same batch size "
+                         f"B, but got {query.shape[0]}, {key.shape[0]} and "
+                         f"{value.shape[0]}")
+    if key.shape[1] != value.shape[1]:
+        raise ValueError(f"key and value must have the same length S, but "
+                         f"got key {tuple(key.shape)} and value "
+                         f"{tuple(value.shape)}")
 
 
 class KVCache:
     """一个注意力层在解码的各步之间保存的键和值（KV 缓存，第 10 章）。
 
-    The projected keys and values one attention layer keeps between decoding steps (chapter 10).
+    The projected keys and values one attention layer keeps between decoding
+    steps (chapter 10).
 
-    ``static=False`` (self-attention): each call appends the new positions' keys and values,
-    so a query sees every earlier position without recomputing it.
-    ``static=True`` (cross-attention): the first call stores the projected encoder memory; later
-    calls reuse it, because the source does not change while the target grows.
+    ``static=False`` (self-attention): each call appends the new positions' keys
+    and values, so a query sees every earlier position without recomputing it.
+    ``static=True`` (cross-attention): the first call stores the projected
+    encoder memory; later calls reuse it, because the source does not change
+    while the target grows.
     """
 
     def __init__(self, static: bool = False):
         self.static = static
-        self.k: torch.Tensor | None = None                                   # (B, H, t, d_k)
+        self.k: torch.Tensor | None = None  # (B, H, t, d_k)
         self.v: torch.Tensor | None = None
 
     @property
@@ -42,51 +68,61 @@ class KVCache:
     def update(self, k: torch.Tensor, v: torch.Tensor):
         """存入新的键和值，返回查询可以看到的全部键和值。
 
-        Store new keys and values (B, H, L, d_k); return everything the query may attend to.
+        Store new keys and values (B, H, L, d_k); return everything the query
+        may attend to.
         """
         if self.k is not None and not self.static:
-            k, v = torch.cat([self.k, k], dim=2), torch.cat([self.v, v], dim=2)   # (B, H, t + L, d_k)
+            k, v = (torch.cat([self.k, k], dim=2),
+                    torch.cat([self.v, v], dim=2))  # (B, H, t + L, d_k)
         self.k, self.v = k, v
         return k, v
 
     def reorder(self, index: torch.Tensor) -> None:
         """按 ``index`` 的顺序保留批里的这些行（束搜索里是存活下来的候选）。
 
-        Keep the batch rows ``index`` in that order (beam search: the surviving beams).
+        Keep the batch rows ``index`` in that order (beam search: the surviving
+        beams).
         """
         if self.k is not None:
             self.k, self.v = self.k[index], self.v[index]
 
 
 class MultiHeadAttention(nn.Module):
-    """多头注意力：H 个头一起算，一个 (D, D) 投影就是 H 个 (D, d_k) 小投影并排放在一起。
+    """多头注意力：H 个头一起算，一个 (D, D) 投影就是 H 个 (D, d_k) 小投影并排。
 
-    H heads computed at once: one big (D, D) projection is H small (D, d_k) ones side by side.
+    H heads computed at once: one big (D, D) projection is H small (D, d_k) ones
+    side by side.
 
     Args:
         d_model: D, the width of the inputs and of the output.
         n_heads: H; must divide d_model.
-        dropout: dropout on the attention weights (training only; PyTorch and the Annotated
-            Transformer do this too, the paper does not mention it).
+        dropout: dropout on the attention weights (training only; PyTorch and
+            the Annotated Transformer do this too, the paper does not mention
+            it).
         bias: biases in the four projections.
-        fused: use ``F.scaled_dot_product_attention`` (fast) unless weights are requested.
+        fused: use ``F.scaled_dot_product_attention`` (fast) unless weights are
+            requested.
     Shape:
-        query (B, T, D); key, value (B, S, D); mask boolean, broadcastable to (B, T, S),
-        True = may attend, shared by every head.
-        cache: a :class:`KVCache` to read past keys and values from and add these to (decoding);
-            the mask then covers every key the cache holds, (B, T, t + S).
+        query (B, T, D); key, value (B, S, D); mask boolean, broadcastable to
+        (B, T, S), True = may attend, shared by every head.
+        cache: a :class:`KVCache` to read past keys and values from and add
+            these to (decoding); the mask then covers every key the cache
+            holds, (B, T, t + S).
     Returns:
         (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S).
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
-                 fused: bool = True):
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
+                 bias: bool = True, fused: bool = True):
         super().__init__()
-        if n_heads < 1 or d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        require_sizes(d_model=d_model, n_heads=n_heads)
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by "
+                             f"n_heads={n_heads}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
-        self.d_model, self.n_heads, self.d_k = d_model, n_heads, d_model // n_heads
+        self.d_model, self.n_heads, self.d_k = (
+            d_model, n_heads, d_model // n_heads)
         self.dropout, self.fused = dropout, fused
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, d_model, bias=bias)
@@ -96,25 +132,25 @@ class MultiHeadAttention(nn.Module):
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """把 (B, L, D) 拆成 H 个头：(B, H, L, d_k)。"""
         B, L, _ = x.shape
-        return x.view(B, L, self.n_heads, self.d_k).transpose(1, 2)       # (B, H, L, d_k)
+        return (x.view(B, L, self.n_heads, self.d_k)
+                .transpose(1, 2))  # (B, H, L, d_k)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """把 H 个头拼回去：(B, H, L, d_k) → (B, L, D)。"""
         B, _, L, _ = x.shape
-        return x.transpose(1, 2).reshape(B, L, self.d_model)                # (B, L, D)
+        return x.transpose(1, 2).reshape(B, L, self.d_model)  # (B, L, D)
 
-    def forward(self, query, key, value, mask=None, return_weights: bool = False, cache: KVCache | None = None):
+    def forward(self, query, key, value, mask=None,
+                return_weights: bool = False, cache: KVCache | None = None):
         """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name}: expected shape (B, L, {self.d_model}), "
-                                 f"but got {tuple(t.shape)}")
+        check_inputs(query, key, value, self.d_model)
         if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v              # cross-attention: the memory was projected at step 1
+            # cross-attention: the memory was projected at step 1
+            k, v = cache.k, cache.v
         else:
-            k, v = self.project_kv(key, value)                               # (B, H, S, d_k)
+            k, v = self.project_kv(key, value)  # (B, H, S, d_k)
             if cache is not None:
-                k, v = cache.update(k, v)                                    # (B, H, t + S, d_k)
+                k, v = cache.update(k, v)       # (B, H, t + S, d_k)
         return self.attend(query, k, v, mask, return_weights)
 
     def project_kv(self, key, value):
@@ -122,9 +158,11 @@ class MultiHeadAttention(nn.Module):
 
         Keys and values, split into heads: (B, S, D) → two (B, H, S, d_k).
 
-        Separate from :meth:`attend` so that a decoder can keep them (the KV cache, chapter 10).
+        Separate from :meth:`attend` so that a decoder can keep them (the KV
+        cache, chapter 10).
         """
-        return self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
+        return (self.split_heads(self.w_k(key)),
+                self.split_heads(self.w_v(value)))
 
     def attend(self, query, k, v, mask=None, return_weights: bool = False):
         """投影查询，对已拆好头的键和值做注意力，再拼接各头并做输出投影。
@@ -132,70 +170,87 @@ class MultiHeadAttention(nn.Module):
         query (B, T, D) against projected k, v (B, H, S, d_k) → (B, T, D).
         """
         if mask is not None:
-            check_mask(mask, (query.shape[0], query.shape[1], k.shape[2]))  # (B, T, S)
+            check_mask(mask, (query.shape[0], query.shape[1],
+                              k.shape[2]))  # (B, T, S)
             if mask.dim() == 3:
-                mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
-        q = self.split_heads(self.w_q(query))                                # (B, H, T, d_k)
+                # (B, 1, T, S): the same mask for every head
+                mask = mask[:, None]
+        q = self.split_heads(self.w_q(query))  # (B, H, T, d_k)
         p = self.dropout if self.training else 0.0
         if self.fused and not return_weights:
             out, weights = fused_attention(q, k, v, mask, dropout_p=p), None
         else:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
-        out = self.w_o(self.merge_heads(out))                                # (B, T, D)
+            out, weights = scaled_dot_product_attention(q, k, v, mask,
+                                                        dropout_p=p)
+        out = self.w_o(self.merge_heads(out))  # (B, T, D)
         return (out, weights) if return_weights else out
 
 
 def _fused_grouped(q, k, v, mask, dropout_p: float) -> torch.Tensor:
-    """``F.scaled_dot_product_attention(..., enable_gqa=True)``; empty rows → zeros, as fused_attention."""
+    """``F.scaled_dot_product_attention(..., enable_gqa=True)``; empty rows →
+    zeros, as fused_attention."""
     sdpa = nn.functional.scaled_dot_product_attention
     if mask is None:
         return sdpa(q, k, v, dropout_p=dropout_p, enable_gqa=True)
-    has_key = mask.any(dim=-1, keepdim=True)                                 # (B, 1, T, 1)
-    safe = mask | ~has_key  # let empty rows attend anywhere, then zero them below
-    return sdpa(q, k, v, attn_mask=safe, dropout_p=dropout_p, enable_gqa=True).masked_fill(~has_key, 0.0)
+    if mask.dim() < 2:                 # the fused kernel wants (..., T, S)
+        mask = mask.expand(q.shape[-2], k.shape[-2])
+    has_key = mask.any(dim=-1, keepdim=True)  # (B, 1, T, 1)
+    # let empty rows attend anywhere, then zero them below
+    safe = mask | ~has_key
+    return (sdpa(q, k, v, attn_mask=safe, dropout_p=dropout_p, enable_gqa=True)
+            .masked_fill(~has_key, 0.0))
 
 
 class GroupedQueryAttention(nn.Module):
-    """分组查询注意力层（GQA）：H 个查询头只配 H_kv 个键值头，KV 缓存因此小 H / H_kv 倍。
+    """分组查询注意力（GQA）：H 个查询头、H_kv 个键值头，KV 缓存小 H / H_kv 倍。
 
-    Multi-head attention whose keys and values have only H_kv heads (Ainslie et al., 2023): each
-    group of H / H_kv consecutive query heads shares one, as in
-    :func:`~tf_tutorial.attention.grouped_query_attention`. W^K and W^V map D → H_kv·d_k, so a
-    :class:`KVCache` holds (B, H_kv, t, d_k), H / H_kv times less than for
-    :class:`MultiHeadAttention`. H_kv = H is multi-head attention, H_kv = 1 multi-query attention.
+    Multi-head attention whose keys and values have only H_kv heads (Ainslie et
+    al., 2023): each group of H / H_kv consecutive query heads shares one, as in
+    :func:`~tf_tutorial.attention.grouped_query_attention`. W^K and W^V map
+    D → H_kv·d_k, so a :class:`KVCache` holds (B, H_kv, t, d_k), H / H_kv times
+    less than for :class:`MultiHeadAttention`. H_kv = H is multi-head
+    attention, H_kv = 1 multi-query attention.
 
     Args:
-        d_model: D. n_heads: H, must divide D. n_kv_heads: H_kv >= 1, must divide H.
+        d_model: D. n_heads: H, must divide D. n_kv_heads: H_kv >= 1, must
+            divide H.
         dropout: dropout on the attention weights, training only (default 0.0).
         bias: biases in the four projections (default True).
-        rotary: None (default) or a position rotation with ``forward(x, start)``, e.g.
-            ``tf_tutorial.rope.RotaryEmbedding(d_k)``: q and k are rotated after the split into
-            heads and before the cache update, the new positions starting at ``cache.length``
-            (0 without a cache). Self-attention only: with a static cache it raises.
+        rotary: None (default) or a position rotation with
+            ``forward(x, start)``, e.g.
+            ``tf_tutorial.rope.RotaryEmbedding(d_k)``: q and k are rotated
+            after the split into heads and before the cache update, the new
+            positions starting at ``cache.length`` (0 without a cache).
+            Self-attention only: with a static cache it raises.
     Shape:
-        As :class:`MultiHeadAttention`: query (B, T, D); key, value (B, S, D); mask boolean,
-        broadcastable to (B, T, S), with a cache (B, T, t + S); True = may attend, every head.
+        As :class:`MultiHeadAttention`: query (B, T, D); key, value (B, S, D);
+        mask boolean, broadcastable to (B, T, S), with a cache (B, T, t + S);
+        True = may attend, every head.
     Returns:
-        (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S), from the readable
-        path; otherwise ``F.scaled_dot_product_attention(..., enable_gqa=True)`` (torch >= 2.5).
+        (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S),
+        from the readable path; otherwise
+        ``F.scaled_dot_product_attention(..., enable_gqa=True)`` (torch >= 2.5).
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, dropout: float = 0.0,
-                 bias: bool = True, rotary=None):
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int,
+                 dropout: float = 0.0, bias: bool = True, rotary=None):
         super().__init__()
-        if n_heads < 1 or d_model % n_heads != 0:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        if n_kv_heads < 1:
-            raise ValueError(f"n_kv_heads must be >= 1, but got {n_kv_heads}")
+        require_sizes(d_model=d_model, n_heads=n_heads)
+        if d_model % n_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by "
+                             f"n_heads={n_heads}")
+        require_sizes(n_kv_heads=n_kv_heads)
         if n_heads % n_kv_heads != 0:
-            raise ValueError(f"n_heads={n_heads} is not divisible by n_kv_heads={n_kv_heads}")
+            raise ValueError(f"n_heads={n_heads} is not divisible by "
+                             f"n_kv_heads={n_kv_heads}")
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
-        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
+        self.d_model, self.n_heads, self.n_kv_heads = (
+            d_model, n_heads, n_kv_heads)
         self.d_k, self.dropout = d_model // n_heads, dropout
         if getattr(rotary, "head_dim", self.d_k) != self.d_k:
-            raise ValueError(f"rotary: expected head_dim {self.d_k} (d_model / n_heads), but got "
-                             f"{rotary.head_dim}")
+            raise ValueError(f"rotary: expected head_dim {self.d_k} "
+                             f"(d_model / n_heads), but got {rotary.head_dim}")
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
@@ -205,29 +260,30 @@ class GroupedQueryAttention(nn.Module):
     def split_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
         """把 (B, L, n·d_k) 拆成 n 个头：(B, n, L, d_k)。"""
         B, L, _ = x.shape
-        return x.view(B, L, n_heads, self.d_k).transpose(1, 2)              # (B, n, L, d_k)
+        return x.view(B, L, n_heads, self.d_k).transpose(1, 2)  # (B, n, L, d_k)
 
-    def forward(self, query, key, value, mask=None, return_weights: bool = False,
-                cache: KVCache | None = None):
+    def forward(self, query, key, value, mask=None,
+                return_weights: bool = False, cache: KVCache | None = None):
         """投影并拆头，（可选）旋转 q 和 k，更新缓存，再做注意力。"""
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name}: expected shape (B, L, {self.d_model}), "
-                                 f"but got {tuple(t.shape)}")
+        check_inputs(query, key, value, self.d_model)
         if self.rotary is not None and cache is not None and cache.static:
-            raise ValueError("cache: rotary positions need a self-attention cache (static=False), "
-                             "but got static=True")
-        q = self.split_heads(self.w_q(query), self.n_heads)                  # (B, H, T, d_k)
+            raise ValueError("cache: rotary positions need a self-attention "
+                             "cache (static=False), but got static=True")
+        q = self.split_heads(self.w_q(query), self.n_heads)  # (B, H, T, d_k)
         if cache is not None and cache.static and cache.k is not None:
-            k, v = cache.k, cache.v              # cross-attention: the memory was projected at step 1
+            # cross-attention: the memory was projected at step 1
+            k, v = cache.k, cache.v
         else:
-            k = self.split_heads(self.w_k(key), self.n_kv_heads)             # (B, H_kv, S, d_k)
-            v = self.split_heads(self.w_v(value), self.n_kv_heads)           # (B, H_kv, S, d_k)
-            if self.rotary is not None:          # the new positions start where the cache ends
+            k = self.split_heads(self.w_k(key),
+                                 self.n_kv_heads)    # (B, H_kv, S, d_k)
+            v = self.split_heads(self.w_v(value),
+                                 self.n_kv_heads)    # (B, H_kv, S, d_k)
+            # the new positions start where the cache ends
+            if self.rotary is not None:
                 start = 0 if cache is None else cache.length
                 q, k = self.rotary(q, start), self.rotary(k, start)
             if cache is not None:
-                k, v = cache.update(k, v)                                    # (B, H_kv, t + S, d_k)
+                k, v = cache.update(k, v)            # (B, H_kv, t + S, d_k)
         return self.attend(q, k, v, mask, return_weights)
 
     def attend(self, q, k, v, mask=None, return_weights: bool = False):
@@ -236,16 +292,21 @@ class GroupedQueryAttention(nn.Module):
         q (B, H, T, d_k) against k, v (B, H_kv, S, d_k) → (B, T, D).
         """
         if mask is not None:
-            check_mask(mask, (q.shape[0], q.shape[2], k.shape[2]))           # (B, T, S)
+            check_mask(mask, (q.shape[0], q.shape[2], k.shape[2]))  # (B, T, S)
             if mask.dim() == 3:
-                mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
+                # (B, 1, T, S): the same mask for every head
+                mask = mask[:, None]
         p = self.dropout if self.training else 0.0
-        if return_weights:  # the readable path: each key/value head repeated for its group
+        # the readable path: each key/value head repeated for its group
+        if return_weights:
             group = self.n_heads // self.n_kv_heads
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)  # (B, H, S, d_k)
-            out, weights = scaled_dot_product_attention(q, k, v, mask, dropout_p=p)
+            k, v = (k.repeat_interleave(group, dim=1),
+                    v.repeat_interleave(group, dim=1))  # (B, H, S, d_k)
+            out, weights = scaled_dot_product_attention(q, k, v, mask,
+                                                        dropout_p=p)
         else:
             out, weights = _fused_grouped(q, k, v, mask, p), None
         B, _, T, _ = out.shape
-        out = self.w_o(out.transpose(1, 2).reshape(B, T, self.d_model))      # (B, T, D)
+        out = self.w_o(
+            out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
         return (out, weights) if return_weights else out

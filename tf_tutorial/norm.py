@@ -1,6 +1,7 @@
 """第 5 章：层归一化（Layer Normalization）。
 
-LayerNorm(x) = (x − μ) / sqrt(σ² + ε) · γ + β,  μ and σ² over the last dimension (biased σ²).
+LayerNorm(x) = (x − μ) / sqrt(σ² + ε) · γ + β,
+    μ and σ² over the last dimension (biased σ²).
 RMSNorm(x) = x / sqrt(mean(x²) + ε) · γ (chapter 12): no mean subtracted, no β.
 
 Shape legend: B batch, L sequence length, D d_model (the normalised dimension).
@@ -11,28 +12,35 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
+
 
 class LayerNorm(nn.Module):
     """层归一化：把每个位置的 D 个特征化成均值 0、方差 1，再缩放和平移。
 
-    Normalise each position's D features to mean 0 and variance 1, then scale and shift.
+    Normalise each position's D features to mean 0 and variance 1, then scale
+    and shift.
 
-    Equal to ``nn.LayerNorm(D, eps)``: σ² is the biased variance (divide by D, not D − 1) and
-    ε sits inside the square root. γ (``weight``) starts at 1 and β (``bias``) at 0.
+    Equal to ``nn.LayerNorm(D, eps)``: σ² is the biased variance (divide by D,
+    not D − 1) and ε sits inside the square root. γ (``weight``) starts at 1 and
+    β (``bias``) at 0.
 
     Args:
         d_model: D, the size of the last dimension.
-        eps: ε, added to σ² for numerical safety (default 1e-5, as ``nn.LayerNorm``).
-        fused: compute with ``F.layer_norm`` (default True; one kernel, same maths, the
-            appendix measures the difference) instead of the formula written out below.
-            Tests check the two agree. The written-out path computes in the input's dtype:
-            in float16, an ε below about 3e-8 rounds to 0 there (chapter 5).
+        eps: ε, added to σ² for numerical safety (default 1e-5, as
+            ``nn.LayerNorm``).
+        fused: compute with ``F.layer_norm`` (default True; one kernel, same
+            maths, the appendix measures the difference) instead of the formula
+            written out below. Tests check the two agree. The written-out path
+            computes in the input's dtype: in float16, an ε below about 3e-8
+            rounds to 0 there (chapter 5).
     Shape:
         x (..., D) → (..., D).
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = True):
         super().__init__()
+        require_sizes(d_model=d_model)
         if eps <= 0:
             raise ValueError(f"eps must be positive, but got {eps}")
         self.d_model, self.eps, self.fused = d_model, eps, fused
@@ -42,22 +50,25 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """对最后一维做层归一化；``fused=False`` 时按公式一步步算。"""
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape "
-                             f"{tuple(x.shape)}")
+            raise ValueError(f"x: expected last dimension {self.d_model}, "
+                             f"but got shape {tuple(x.shape)}")
         if self.fused:
-            return F.layer_norm(x, (self.d_model,), self.weight, self.bias, self.eps)
-        mu = x.mean(dim=-1, keepdim=True)                                  # (..., 1)
-        var = (x - mu).pow(2).mean(dim=-1, keepdim=True)                   # (..., 1), biased
+            return F.layer_norm(x, (self.d_model,), self.weight, self.bias,
+                                self.eps)
+        mu = x.mean(dim=-1, keepdim=True)                     # (..., 1)
+        var = (x - mu).pow(2).mean(dim=-1, keepdim=True)      # (..., 1), biased
         return (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
 
 
 def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
     """教程里常见的写法（用于对比）：无偏标准差，ε 放在根号外面。
 
-    A version often seen in tutorials: unbiased std and ε outside the root (for comparison).
+    A version often seen in tutorials: unbiased std and ε outside the root (for
+    comparison).
 
-    (x − μ) / (std_unbiased(x) + ε). It differs from ``nn.LayerNorm`` by the factor
-    sqrt((D − 1) / D) and in how ε enters, so weights trained with one do not fit the other.
+    (x − μ) / (std_unbiased(x) + ε). It differs from ``nn.LayerNorm`` by the
+    factor sqrt((D − 1) / D) and in how ε enters, so weights trained with one do
+    not fit the other.
     """
     mu = x.mean(dim=-1, keepdim=True)
     return (x - mu) / (x.std(dim=-1, keepdim=True) + eps)
@@ -68,18 +79,20 @@ class RMSNorm(nn.Module):
 
     RMSNorm(x) = x / sqrt(mean(x²) + ε) · γ,  mean(x²) over the last dimension.
 
-    Zhang & Sennrich (2019, ``zhang2019root``) drop two things from :class:`LayerNorm`: the
-    subtraction of the mean μ (so RMSNorm(x + c) ≠ RMSNorm(x): no shift invariance) and the
-    bias β. What stays is the re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
+    Zhang & Sennrich (2019, ``zhang2019root``) drop two things from
+    :class:`LayerNorm`: the subtraction of the mean μ
+    (so RMSNorm(x + c) ≠ RMSNorm(x): no shift invariance) and the bias β. What
+    stays is the re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
 
-    Equal to ``nn.RMSNorm(D, eps)``, also in bfloat16 and float16: as PyTorch does, mean(x²),
-    the root and the product with γ are computed in float32 (float64 stays float64) and the
-    result is cast back to x's dtype.
+    Equal to ``nn.RMSNorm(D, eps)``, also in bfloat16 and float16: as PyTorch
+    does, mean(x²), the root and the product with γ are computed in float32
+    (float64 stays float64) and the result is cast back to x's dtype.
 
     Args:
         d_model: D, the size of the last dimension.
-        eps: ε, added to mean(x²) inside the root (default 1e-6). ``nn.RMSNorm``'s default
-            ``eps=None`` means ``torch.finfo(torch.float32).eps`` (float64: its own eps).
+        eps: ε, added to mean(x²) inside the root (default 1e-6).
+            ``nn.RMSNorm``'s default ``eps=None`` means
+            ``torch.finfo(torch.float32).eps`` (float64: its own eps).
     Shape:
         x (..., D) → (..., D), in x's dtype.
     Raises:
@@ -88,6 +101,7 @@ class RMSNorm(nn.Module):
 
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
+        require_sizes(d_model=d_model)
         if eps <= 0:
             raise ValueError(f"eps must be positive, but got {eps}")
         self.d_model, self.eps = d_model, eps
@@ -96,12 +110,14 @@ class RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """把每个位置的 D 个特征除以它们的均方根，再乘 γ。"""
         if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, but got shape "
-                             f"{tuple(x.shape)}")
-        work = torch.promote_types(x.dtype, torch.float32)   # at least float32, as nn.RMSNorm
+            raise ValueError(f"x: expected last dimension {self.d_model}, "
+                             f"but got shape {tuple(x.shape)}")
+        # at least float32, as nn.RMSNorm
+        work = torch.promote_types(x.dtype, torch.float32)
         xw = x.to(work)
-        rms = torch.sqrt(xw.pow(2).mean(dim=-1, keepdim=True) + self.eps)   # (..., 1)
-        return (xw / rms * self.weight.to(work)).to(x.dtype)                # (..., D)
+        rms = torch.sqrt(
+            xw.pow(2).mean(dim=-1, keepdim=True) + self.eps)    # (..., 1)
+        return (xw / rms * self.weight.to(work)).to(x.dtype)    # (..., D)
 
     def extra_repr(self) -> str:
         """打印模块时显示的参数。"""

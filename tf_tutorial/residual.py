@@ -18,26 +18,35 @@ from tf_tutorial.norm import LayerNorm
 class SublayerConnection(nn.Module):
     """用残差连接和层归一化包住一个子层（注意力或前馈网络）。
 
-    Wrap a sublayer, Sublayer(·) (attention or FFN), with a residual connection and a LayerNorm.
+    Wrap a sublayer, Sublayer(·) (attention or FFN), with a residual connection
+    and a LayerNorm.
 
     Args:
         d_model: D.
-        dropout: on the sublayer's output before the residual add (training only), as in the paper (§5.4).
+        dropout: on the sublayer's output before the residual add (training
+            only), as in the paper (§5.4).
         norm_first: False = Post-LN, True = Pre-LN.
         eps: LayerNorm's ε.
     Shape:
         x (B, L, D); ``sublayer`` maps (B, L, D) → (B, L, D).
     """
 
-    def __init__(self, d_model: int, dropout: float = 0.0, norm_first: bool = False,
-                 eps: float = 1e-5):
+    def __init__(self, d_model: int, dropout: float = 0.0,
+                 norm_first: bool = False, eps: float = 1e-5):
         super().__init__()
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
-        self.norm, self.dropout, self.norm_first = LayerNorm(d_model, eps), nn.Dropout(dropout), norm_first
+        self.norm, self.dropout, self.norm_first = (
+            LayerNorm(d_model, eps), nn.Dropout(dropout), norm_first)
 
-    def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        """Post-LN 算 LayerNorm(x + Sublayer(x))，Pre-LN 算 x + Sublayer(LayerNorm(x))。"""
+    def forward(
+            self, x: torch.Tensor,
+            sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+        """按 ``norm_first`` 选择 Post-LN 或 Pre-LN 的算法。
+
+        Post-LN 算 LayerNorm(x + Sublayer(x))，
+        Pre-LN 算 x + Sublayer(LayerNorm(x))。
+        """
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
@@ -49,8 +58,9 @@ def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
 
     The norm after a stack of layers: a LayerNorm, or the identity.
 
-    ``enabled=None`` follows the placement: on for Pre-LN (no sublayer normalises the stack's
-    output there), off for Post-LN (the last sublayer already did).
+    ``enabled=None`` follows the placement: on for Pre-LN (no sublayer
+    normalises the stack's output there), off for Post-LN (the last sublayer
+    already did).
     """
     use = norm_first if enabled is None else enabled
     return LayerNorm(d_model, eps) if use else nn.Identity()

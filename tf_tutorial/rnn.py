@@ -1,6 +1,7 @@
 """第 1 章：手写的 Elman RNN，以及测量梯度如何随距离衰减的工具。
 
-Shape legend: B batch, L sequence length, d_in input width, D hidden width (the width of h_t).
+Shape legend: B batch, L sequence length, d_in input width, D hidden width
+(the width of h_t).
 """
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ class ElmanRNN(nn.Module):
     """最简单的（Elman）循环网络，一步接一步地更新隐状态。
 
     h_t = tanh(W_xh x_t + b_ih + W_hh h_{t-1} + b_hh),  h_0 = 0 unless given.
-    W_xh (the book's name) is ``weight_ih``: parameter names and initialisation match
-    ``nn.RNN`` (one layer, tanh), so weights can be copied across and outputs compared.
+    W_xh (the book's name) is ``weight_ih``: parameter names and initialisation
+    match ``nn.RNN`` (one layer, tanh), so weights can be copied across and
+    outputs compared.
 
     Args:
         input_size: d_in, the width of each input vector x_t.
@@ -24,20 +26,26 @@ class ElmanRNN(nn.Module):
     Shape:
         x: (B, L, d_in); h0: (B, D) or None.
     Returns:
-        (outputs, h_last): every hidden state (B, L, D), and the last one (B, D).
+        (outputs, h_last): every hidden state (B, L, D), and the last one
+        (B, D).
     """
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
         super().__init__()
-        for arg, value in (("input_size", input_size), ("hidden_size", hidden_size)):
+        for arg, value in (("input_size", input_size),
+                           ("hidden_size", hidden_size)):
             if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{arg} must be a positive int, but got {value!r}")
+                raise ValueError(f"{arg} must be a positive int, "
+                                 f"but got {value!r}")
         self.input_size, self.hidden_size = input_size, hidden_size
-        self.weight_ih = nn.Parameter(torch.empty(hidden_size, input_size))   # (D, d_in)
-        self.weight_hh = nn.Parameter(torch.empty(hidden_size, hidden_size))  # (D, D)
+        self.weight_ih = nn.Parameter(
+            torch.empty(hidden_size, input_size))                  # (D, d_in)
+        self.weight_hh = nn.Parameter(
+            torch.empty(hidden_size, hidden_size))                 # (D, D)
         self.bias_ih = nn.Parameter(torch.empty(hidden_size)) if bias else None
         self.bias_hh = nn.Parameter(torch.empty(hidden_size)) if bias else None
-        bound = 1.0 / math.sqrt(hidden_size)  # nn.RNN's U(-1/sqrt(D), 1/sqrt(D))
+        # nn.RNN's U(-1/sqrt(D), 1/sqrt(D))
+        bound = 1.0 / math.sqrt(hidden_size)
         for p in self.parameters():
             nn.init.uniform_(p, -bound, bound)
 
@@ -48,51 +56,59 @@ class ElmanRNN(nn.Module):
                              f"but got {tuple(x.shape)}")
         B, L, _ = x.shape
         if h0 is None:
-            h = x.new_zeros(B, self.hidden_size)                          # (B, D)
+            h = x.new_zeros(B, self.hidden_size)                   # (B, D)
         elif h0.shape != (B, self.hidden_size):
             raise ValueError(f"h0: expected shape ({B}, {self.hidden_size}), "
                              f"but got {tuple(h0.shape)}")
         else:
             h = h0
-        xw = x @ self.weight_ih.T                                          # (B, L, D), all steps at once
+        xw = x @ self.weight_ih.T              # (B, L, D), all steps at once
         if self.bias_ih is not None:
             xw = xw + self.bias_ih + self.bias_hh
         outputs = []
-        for t in range(L):  # the recurrence: step t needs h from step t-1, so no parallelism
-            h = torch.tanh(xw[:, t] + h @ self.weight_hh.T)                # (B, D)
+        # the recurrence: step t needs h from step t-1, so no parallelism
+        for t in range(L):
+            h = torch.tanh(xw[:, t] + h @ self.weight_hh.T)        # (B, D)
             outputs.append(h)
-        return torch.stack(outputs, dim=1), h                              # (B, L, D), (B, D)
+        return torch.stack(outputs, dim=1), h  # (B, L, D), (B, D)
 
 
 def jacobian_norms(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
     """每一步 t 的 ‖∂h_L/∂x_t‖_F：最后的状态对每个输入还有多敏感。
 
     Args:
-        rnn: a module returning ``(outputs, h_last)`` batch-first, e.g. :class:`ElmanRNN`.
+        rnn: a module returning ``(outputs, h_last)`` batch-first, e.g.
+            :class:`ElmanRNN`.
         x: one sequence, shape (1, L, d_in).
     Returns:
-        (L,) tensor; entry t is the Frobenius norm of the (D, d_in) Jacobian ∂h_L/∂x_t.
+        (L,) tensor; entry t is the Frobenius norm of the (D, d_in) Jacobian
+        ∂h_L/∂x_t.
     """
     if x.dim() != 3 or x.shape[0] != 1:
-        raise ValueError(f"x: expected one sequence of shape (1, L, d_in), but got {tuple(x.shape)}")
+        raise ValueError(f"x: expected one sequence of shape (1, L, d_in), "
+                         f"but got {tuple(x.shape)}")
     x = x.detach().requires_grad_(True)
     _, h_last = rnn(x)
-    h_last = h_last.reshape(-1)                                            # (D,)
-    basis = torch.eye(h_last.numel(), dtype=x.dtype, device=x.device)     # (D, D)
-    # One batched backward pass gives every row of the Jacobian: grads[n] = ∂h_L[n]/∂x.
-    (grads,) = torch.autograd.grad(h_last, x, grad_outputs=basis, is_grads_batched=True)
-    return grads[:, 0].pow(2).sum(dim=(0, 2)).sqrt()                       # (D, L, d_in) -> (L,)
+    h_last = h_last.reshape(-1)                                        # (D,)
+    basis = torch.eye(h_last.numel(), dtype=x.dtype, device=x.device)  # (D, D)
+    # One batched backward pass gives every row of the Jacobian:
+    # grads[n] = ∂h_L[n]/∂x.
+    (grads,) = torch.autograd.grad(h_last, x, grad_outputs=basis,
+                                   is_grads_batched=True)
+    return grads[:, 0].pow(2).sum(dim=(0, 2)).sqrt()   # (D, L, d_in) -> (L,)
 
 
 def scaled_recurrence(rnn: ElmanRNN, gain: float, seed: int = 0) -> ElmanRNN:
-    """把 W_hh 换成 ``gain`` 乘一个随机正交矩阵，使它的每个奇异值都等于 ``gain``。
+    """把 W_hh 换成 ``gain`` 乘一个随机正交矩阵，使每个奇异值都等于 ``gain``。
 
-    Then ‖W_hh‖₂ = gain: below 1 the signal shrinks at each step, above 1 it may grow.
+    Then ‖W_hh‖₂ = gain: below 1 the signal shrinks at each step, above 1 it may
+    grow.
     """
     if gain <= 0:
         raise ValueError(f"gain must be positive, but got {gain}")
     g = torch.Generator().manual_seed(seed)
-    q, _ = torch.linalg.qr(torch.randn(rnn.hidden_size, rnn.hidden_size, generator=g))
+    q, _ = torch.linalg.qr(
+        torch.randn(rnn.hidden_size, rnn.hidden_size, generator=g))
     with torch.no_grad():
         rnn.weight_hh.copy_(gain * q)
     return rnn

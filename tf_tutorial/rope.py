@@ -1,9 +1,11 @@
 """第 12 章（续篇）：旋转位置编码（RoPE），把位置写成 q 和 k 的旋转。
 
-RoFormer (Su et al., 2021; su2021roformer). Split a row x ∈ ℝ^{d_k} into adjacent pairs
-(x_{2i}, x_{2i+1}), i = 0 … d_k/2 − 1, with θ_i = base^(−2i/d_k). Position m turns pair i by m·θ_i:
+RoFormer (Su et al., 2021; su2021roformer). Split a row x ∈ ℝ^{d_k} into
+adjacent pairs (x_{2i}, x_{2i+1}), i = 0 … d_k/2 − 1, with θ_i = base^(−2i/d_k).
+Position m turns pair i by m·θ_i:
 
-    (x_{2i}, x_{2i+1}) → (x_{2i} cos mθ_i − x_{2i+1} sin mθ_i,  x_{2i} sin mθ_i + x_{2i+1} cos mθ_i)
+    (x_{2i}, x_{2i+1}) → (x_{2i} cos mθ_i − x_{2i+1} sin mθ_i,
+                          x_{2i} sin mθ_i + x_{2i+1} cos mθ_i)
 
 i.e. R_m x with R_m = diag(B_0(m), …, B_{d_k/2−1}(m)) and the 2×2 rotation
 B_i(m) = [[cos mθ_i, −sin mθ_i], [sin mθ_i, cos mθ_i]].
@@ -11,22 +13,25 @@ R_m is orthogonal and R_m R_n = R_{m+n}, so for a query at m and a key at n
 
     ⟨R_m q, R_n k⟩ = qᵀ R_mᵀ R_n k = ⟨q, R_{n−m} k⟩,
 
-a function of q, k and the offset n − m only: the absolute positions cancel in the score.
+a function of q, k and the offset n − m only: the absolute positions cancel in
+the score.
 
-Link to chapter 2: its table P has the same frequencies (θ_i = ω_i for base 10000) and
-P_{pos+Δ} = R(Δ) P_pos with the same 2×2 block rotations, written there for the pair order
-(sin, cos): B_i(m) = R_i(m)ᵀ = R_i(−m). With S the swap of each pair, R_m = S R(m) S, so RoPE
-turns (1, 0, 1, 0, …) into chapter 2's row P_m with its pairs swapped to (cos mω_i, sin mω_i).
-Chapter 2 ADDS the rotated table to the token vector, and the dot product then mixes content with
-absolute position; RoPE MULTIPLIES q and k themselves by the rotation, so the dot product sees
-only the offset. Values v are not rotated.
+Link to chapter 2: its table P has the same frequencies (θ_i = ω_i for base
+10000) and P_{pos+Δ} = R(Δ) P_pos with the same 2×2 block rotations, written
+there for the pair order (sin, cos): B_i(m) = R_i(m)ᵀ = R_i(−m). With S the swap
+of each pair, R_m = S R(m) S, so RoPE turns (1, 0, 1, 0, …) into chapter 2's row
+P_m with its pairs swapped to (cos mω_i, sin mω_i). Chapter 2 ADDS the rotated
+table to the token vector, and the dot product then mixes content with absolute
+position; RoPE MULTIPLIES q and k themselves by the rotation, so the dot product
+sees only the offset. Values v are not rotated.
 
-Pairing: adjacent pairs as in the paper. GPT-NeoX and Hugging Face's LLaMA code pair dimension i
-with i + d_k/2 instead ("rotate_half"): an equivalent permutation of the dimensions, so weights
-trained with one convention fit the other only after permuting the output columns of W^Q and W^K.
+Pairing: adjacent pairs as in the paper. GPT-NeoX and Hugging Face's LLaMA code
+pair dimension i with i + d_k/2 instead ("rotate_half"): an equivalent
+permutation of the dimensions, so weights trained with one convention fit the
+other only after permuting the output columns of W^Q and W^K.
 
-Shape legend: B batch, H heads, L query length, S key length, d_k head width; "..." any leading
-dimensions (B, H).
+Shape legend: B batch, H heads, L query length, S key length, d_k head width;
+"..." any leading dimensions (B, H).
 """
 from __future__ import annotations
 
@@ -40,47 +45,63 @@ from torch import nn
 def _thetas(dim: int, base: float) -> torch.Tensor:
     """θ_i = base^(−2i/dim), i = 0 … dim/2 − 1, float64, shape (dim/2,)."""
     if not isinstance(dim, int) or dim < 2 or dim % 2:
-        raise ValueError(f"dim must be a positive even number (pairs), but got {dim}")
+        raise ValueError("dim must be a positive even number (pairs), "
+                         f"but got {dim}")
     if not base > 0:
         raise ValueError(f"base must be positive, but got {base}")
-    return torch.exp(-math.log(base) * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    return torch.exp(-math.log(base)
+                     * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
 
 
 def _as_positions(positions) -> torch.Tensor:
     if isinstance(positions, torch.Tensor):
-        if positions.dtype.is_floating_point or positions.dtype.is_complex or positions.dtype == torch.bool:
-            raise ValueError(f"positions must be integers, but got dtype {positions.dtype}")
+        if (positions.dtype.is_floating_point or positions.dtype.is_complex
+                or positions.dtype == torch.bool):
+            raise ValueError("positions must be integers, "
+                             f"but got dtype {positions.dtype}")
         return positions
-    if isinstance(positions, (Sequence, range)) and not isinstance(positions, (str, bytes)):
-        if all(isinstance(p, int) and not isinstance(p, bool) for p in positions):
+    if (isinstance(positions, (Sequence, range))
+            and not isinstance(positions, (str, bytes))):
+        if all(isinstance(p, int) and not isinstance(p, bool)
+               for p in positions):
             return torch.tensor(list(positions), dtype=torch.int64)
-    raise ValueError(f"positions must be an integer tensor or a sequence of ints (one per row), but got "
-                     f"{positions!r}; for start … start+L−1 use torch.arange(start, start + L)")
+    raise ValueError("positions must be an integer tensor or a sequence of "
+                     "ints (one per row), but got "
+                     f"{positions!r}; for start … start+L−1 "
+                     "use torch.arange(start, start + L)")
 
 
-def rope_angles(positions, dim: int, base: float = 10000.0, *, dtype: torch.dtype = torch.float32):
+def rope_angles(positions, dim: int, base: float = 10000.0, *,
+                dtype: torch.dtype = torch.float32):
     """旋转角 m·θ_i：每个位置 m、每一对维度 i 各一个角。
 
     Args:
-        positions: integer tensor (or sequence of ints) of positions m, shape (..., L).
+        positions: integer tensor (or sequence of ints) of positions m, shape
+            (..., L).
         dim: d_k, the (even) width of the rotated rows.
         base: the base of θ_i = base^(−2i/d_k) (default 10000.0).
-        dtype: dtype of the result (default torch.float32); computed in float64 first.
+        dtype: dtype of the result (default torch.float32); computed in float64
+            first.
     Shape: positions (..., L) → (..., L, d_k/2).
-    Raises: ValueError for an odd or non-positive dim, base <= 0 or non-integer positions.
+    Raises: ValueError for an odd or non-positive dim, base <= 0 or non-integer
+        positions.
     """
     pos = _as_positions(positions)
-    return (pos.to(torch.float64)[..., None] * _thetas(dim, base).to(pos.device)).to(dtype)
+    return (pos.to(torch.float64)[..., None]
+            * _thetas(dim, base).to(pos.device)).to(dtype)
 
 
-def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Turn each pair (x_{2i}, x_{2i+1}) by the angle whose cos/sin are given, (..., L, d_k/2)."""
-    work = torch.float64 if x.dtype == torch.float64 else torch.float32   # at least float32
-    pairs = x.to(work).unflatten(-1, (-1, 2))                             # (..., L, d_k/2, 2)
-    even, odd = pairs[..., 0], pairs[..., 1]                              # (..., L, d_k/2)
+def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor,
+                  sin: torch.Tensor) -> torch.Tensor:
+    """Turn each pair (x_{2i}, x_{2i+1}) by the angle whose cos/sin are given,
+    (..., L, d_k/2)."""
+    # at least float32
+    work = torch.float64 if x.dtype == torch.float64 else torch.float32
+    pairs = x.to(work).unflatten(-1, (-1, 2))           # (..., L, d_k/2, 2)
+    even, odd = pairs[..., 0], pairs[..., 1]            # (..., L, d_k/2)
     cos, sin = cos.to(work), sin.to(work)
     out = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)
-    return out.flatten(-2).to(x.dtype)                                    # (..., L, d_k)
+    return out.flatten(-2).to(x.dtype)                  # (..., L, d_k)
 
 
 def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
@@ -88,17 +109,20 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
 
     Args:
         x: queries or keys, shape (..., L, d_k) with d_k even.
-        positions: the position m of each row: an integer tensor (or sequence of ints) of length L,
-            or any integer tensor broadcastable to x.shape[:-1]. Negative positions are allowed.
+        positions: the position m of each row: an integer tensor (or sequence
+            of ints) of length L, or any integer tensor broadcastable to
+            x.shape[:-1]. Negative positions are allowed.
         base: the base of θ_i = base^(−2i/d_k) (default 10000.0).
     Shape: x (..., L, d_k) → (..., L, d_k).
-    Returns: R_m x row by row, in x's dtype (computed in float32, or float64 for float64 x).
-    Raises: ValueError for an odd d_k, positions that do not match L, non-integer positions,
-        or base <= 0.
+    Returns: R_m x row by row, in x's dtype (computed in float32, or float64 for
+        float64 x).
+    Raises: ValueError for an odd d_k, positions that do not match L,
+        non-integer positions, or base <= 0.
     """
     if x.dim() < 1 or x.shape[-1] % 2:
         raise ValueError(f"rotate: the last dimension must be even, but got "
-                         f"{x.shape[-1] if x.dim() else 'a 0-d tensor'} (x of shape {tuple(x.shape)})")
+                         f"{x.shape[-1] if x.dim() else 'a 0-d tensor'} "
+                         f"(x of shape {tuple(x.shape)})")
     pos = _as_positions(positions).to(x.device)
     rows = x.shape[:-1]
     try:
@@ -107,18 +131,23 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         fits = False
     if not fits:
         length = pos.shape[-1] if pos.dim() else "a scalar"
-        raise ValueError(f"rotate: positions of shape {tuple(pos.shape)} (length {length}) do not match "
-                         f"x of shape {tuple(x.shape)} (L={x.shape[-2] if x.dim() > 1 else 'none'}); "
-                         f"expected one position per row, a shape broadcastable to {tuple(rows)}")
-    angles = rope_angles(pos, x.shape[-1], base, dtype=torch.float64)    # (..., L, d_k/2)
+        raise ValueError(f"rotate: positions of shape {tuple(pos.shape)} "
+                         f"(length {length}) do not match "
+                         f"x of shape {tuple(x.shape)} "
+                         f"(L={x.shape[-2] if x.dim() > 1 else 'none'}); "
+                         "expected one position per row, a shape "
+                         f"broadcastable to {tuple(rows)}")
+    angles = rope_angles(pos, x.shape[-1], base,
+                         dtype=torch.float64)           # (..., L, d_k/2)
     return _rotate_pairs(x, angles.cos(), angles.sin())
 
 
 class RotaryEmbedding(nn.Module):
     """旋转位置编码模块：预先算好 cos/sin 表，按从 start 开始的位置旋转 q 或 k。
 
-    With a KV cache each key is rotated once, at its own position, before it is cached; a new
-    query at position t is rotated with ``start=t``. ``forward(x, start)`` equals
+    With a KV cache each key is rotated once, at its own position, before it is
+    cached; a new query at position t is rotated with ``start=t``.
+    ``forward(x, start)`` equals
     ``rotate(x, torch.arange(start, start + L), base)``.
 
     Args:
@@ -127,36 +156,45 @@ class RotaryEmbedding(nn.Module):
         base: the base of θ_i = base^(−2i/d_k) (default 10000.0).
     Shape: x (..., L, d_k) → (..., L, d_k), start + L <= max_len.
 
-    The tables ``cos`` and ``sin`` (max_len, d_k/2) are non-persistent float64 buffers that follow
-    the module's device but keep float64 under ``.half()`` / ``.to(torch.bfloat16)``: in bfloat16,
-    cos and sin of large angles would keep only 2–3 significant digits.
+    The tables ``cos`` and ``sin`` (max_len, d_k/2) are non-persistent float64
+    buffers that follow the module's device but keep float64 under ``.half()`` /
+    ``.to(torch.bfloat16)``: in bfloat16, cos and sin of large angles would keep
+    only 2–3 significant digits.
     """
 
-    def __init__(self, head_dim: int, max_len: int = 4096, base: float = 10000.0):
+    def __init__(self, head_dim: int, max_len: int = 4096,
+                 base: float = 10000.0):
         super().__init__()
         if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError(f"max_len must be a positive int, but got {max_len}")
+            raise ValueError("max_len must be a positive int, "
+                             f"but got {max_len}")
         self.head_dim, self.max_len, self.base = head_dim, max_len, base
-        angles = rope_angles(torch.arange(max_len), head_dim, base, dtype=torch.float64)  # (max_len, d_k/2)
+        angles = rope_angles(torch.arange(max_len), head_dim, base,
+                             dtype=torch.float64)       # (max_len, d_k/2)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def _apply(self, fn, recurse=True):
         tables = self.cos, self.sin
         super()._apply(fn, recurse)
-        self.cos, self.sin = (t.to(self.cos.device) for t in tables)     # device follows, dtype stays
+        # device follows, dtype stays
+        self.cos, self.sin = (t.to(self.cos.device) for t in tables)
         return self
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """把 x 的 L 行当作位置 start … start+L−1 旋转。"""
         if x.dim() < 2 or x.shape[-1] != self.head_dim:
-            raise ValueError(f"x: expected shape (..., L, {self.head_dim}), but got {tuple(x.shape)}")
+            raise ValueError(f"x: expected shape (..., L, {self.head_dim}), "
+                             f"but got {tuple(x.shape)}")
         L = x.shape[-2]
         if start < 0 or start + L > self.max_len:
-            raise ValueError(f"positions {start}..{start + L - 1} are outside 0..{self.max_len - 1} "
+            raise ValueError(f"positions {start}..{start + L - 1} are outside "
+                             f"0..{self.max_len - 1} "
                              f"(max_len={self.max_len} of RotaryEmbedding)")
-        return _rotate_pairs(x, self.cos[start:start + L], self.sin[start:start + L])
+        return _rotate_pairs(x, self.cos[start:start + L],
+                             self.sin[start:start + L])
 
     def extra_repr(self) -> str:
         """打印模块时显示的参数。"""
-        return f"head_dim={self.head_dim}, max_len={self.max_len}, base={self.base}"
+        return (f"head_dim={self.head_dim}, max_len={self.max_len}, "
+                f"base={self.base}")

@@ -1,7 +1,8 @@
-"""第 10 章：训练——Adam + 预热学习率、标签平滑、梯度裁剪、混合精度、检查点、DDP。
+"""第 10 章：训练——Adam、预热学习率、标签平滑、梯度裁剪、混合精度、检查点、DDP。
 
-Usage:  python -m tf_tutorial.train --config cpu --out runs/cpu
-        torchrun --nproc_per_node=2 -m tf_tutorial.train --config gpu --out runs/gpu
+Usage:
+    python -m tf_tutorial.train --config cpu --out runs/cpu
+    torchrun --nproc_per_node=2 -m tf_tutorial.train --config gpu --out runs/gpu
 """
 from __future__ import annotations
 
@@ -21,15 +22,18 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial.corpus.data import Corpus, batch_indices, batches, encode_pairs, make_corpus
-from tf_tutorial.model import Transformer, TransformerConfig, count_parameters, require_positive_ints
+from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
+                                     encode_pairs, make_corpus)
+from tf_tutorial.model import (Transformer, TransformerConfig,
+                               count_parameters, require_positive_ints)
 
 
 @dataclass(frozen=True)
 class TrainConfig:
     """一次训练的全部设置：模型的形状、数据的多少和优化的日程。
 
-    One training run. The model's shape, the data's size and the optimisation schedule.
+    One training run. The model's shape, the data's size and the optimisation
+    schedule.
     """
 
     name: str = "cpu"
@@ -40,8 +44,10 @@ class TrainConfig:
     dropout: float = 0.1
     norm_first: bool = False
     n_train: int = 60_000
-    batch_size: int = 64                # sentences per batch (when batch_tokens is None)
-    batch_tokens: int | None = None     # padded tokens per batch instead (the paper: about 25000)
+    batch_size: int = 64             # sentences per batch
+                                     # (when batch_tokens is None)
+    batch_tokens: int | None = None  # padded tokens per batch instead
+                                     # (the paper: about 25000)
     steps: int = 2000
     warmup: int = 400
     lr_scale: float = 1.0
@@ -51,55 +57,69 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
-        require_positive_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train", "batch_size", "steps",
+        require_positive_ints(self, ("d_model", "n_heads", "n_layers", "d_ff",
+                                     "n_train", "batch_size", "steps",
                                      "warmup", "eval_every"))
         if self.batch_tokens is not None:
             require_positive_ints(self, ("batch_tokens",))
-        if self.lr_scale <= 0 or self.clip <= 0 or not 0 <= self.label_smoothing < 1:
-            raise ValueError(f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got "
-                             f"{self.lr_scale}, {self.clip}, {self.label_smoothing}")
+        if (self.lr_scale <= 0 or self.clip <= 0
+                or not 0 <= self.label_smoothing < 1):
+            raise ValueError(
+                f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, "
+                f"but got {self.lr_scale}, {self.clip}, {self.label_smoothing}")
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
-        return TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), self.d_model, self.n_heads,
-                                 self.n_layers, self.d_ff, self.dropout, max_len=160,
-                                 pad_id=corpus.src_vocab.pad_id, bos_id=corpus.tgt_vocab.bos_id,
-                                 eos_id=corpus.tgt_vocab.eos_id, norm_first=self.norm_first)
+        return TransformerConfig(
+            len(corpus.src_vocab), len(corpus.tgt_vocab), self.d_model,
+            self.n_heads, self.n_layers, self.d_ff, self.dropout, max_len=160,
+            pad_id=corpus.src_vocab.pad_id, bos_id=corpus.tgt_vocab.bos_id,
+            eos_id=corpus.tgt_vocab.eos_id, norm_first=self.norm_first)
 
 
 CONFIGS = {
-    # the book build and nbval on a 2-core CPU: under 3 minutes of training (chosen by
-    # scripts/calibrate_cpu.py; the record is book/records/cpu_calibration.json)
-    "cpu": TrainConfig("cpu", d_model=128, n_heads=4, n_layers=2, d_ff=256, dropout=0.0, n_train=100_000,
-                       batch_tokens=2000, steps=1500, warmup=300, lr_scale=0.6, eval_every=300),
+    # the book build and nbval on a 2-core CPU: under 3 minutes of training
+    # (chosen by scripts/calibrate_cpu.py; the record is
+    # book/records/cpu_calibration.json)
+    "cpu": TrainConfig("cpu", d_model=128, n_heads=4, n_layers=2, d_ff=256,
+                       dropout=0.0, n_train=100_000, batch_tokens=2000,
+                       steps=1500, warmup=300, lr_scale=0.6, eval_every=300),
     # the chapter's real run, on one GPU
-    # (not yet calibrated on a GPU: about 8000 padded tokens a batch, like 512 sentences)
-    "gpu": TrainConfig("gpu", d_model=256, n_heads=8, n_layers=4, d_ff=1024, dropout=0.1, n_train=300_000,
-                       batch_tokens=8000, steps=8000, warmup=1000, lr_scale=1.0, eval_every=500),
+    # (not yet calibrated on a GPU: about 8000 padded tokens a batch,
+    # like 512 sentences)
+    "gpu": TrainConfig("gpu", d_model=256, n_heads=8, n_layers=4, d_ff=1024,
+                       dropout=0.1, n_train=300_000, batch_tokens=8000,
+                       steps=8000, warmup=1000, lr_scale=1.0, eval_every=500),
     # tests: seconds
-    "tiny": TrainConfig("tiny", d_model=32, n_heads=2, n_layers=1, d_ff=64, n_train=2000,
-                        batch_size=32, steps=30, warmup=10, eval_every=15),
+    "tiny": TrainConfig("tiny", d_model=32, n_heads=2, n_layers=1, d_ff=64,
+                        n_train=2000, batch_size=32, steps=30, warmup=10,
+                        eval_every=15),
 }
 
 
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """论文的学习率日程：先线性预热，再按步数的平方根倒数衰减。
 
-    The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5), step from 1.
+    The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5),
+    step from 1.
     """
     step = max(step, 1)
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
-def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig, d_model: int | None = None):
-    """论文的优化器和学习率日程：Adam(0.9, 0.98, 1e-9)，学习率按 :func:`noam_lr` 逐步设定。
+def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig,
+                           d_model: int | None = None):
+    """论文的优化器：Adam(0.9, 0.98, 1e-9)，学习率按 :func:`noam_lr` 逐步设定。
 
-    Returns (optimizer, scheduler); ``scheduler.step()`` after each step moves to the next rate.
-    ``d_model`` defaults to ``cfg.d_model``. Chapters 10 and 11 train with exactly this.
+    Returns (optimizer, scheduler); ``scheduler.step()`` after each step moves
+    to the next rate. ``d_model`` defaults to ``cfg.d_model``. Chapters 10 and
+    11 train with exactly this.
     """
     d = cfg.d_model if d_model is None else d_model
-    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: noam_lr(s + 1, d, cfg.warmup, cfg.lr_scale))
+    opt = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98),
+                           eps=1e-9)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: noam_lr(s + 1, d, cfg.warmup, cfg.lr_scale))
     return opt, sched
 
 
@@ -108,7 +128,8 @@ def pick_device(name: str = "auto") -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device 'cuda' was asked for, but no CUDA GPU is available")
+        raise ValueError(
+            "device 'cuda' was asked for, but no CUDA GPU is available")
     return torch.device(name)
 
 
@@ -120,30 +141,36 @@ def autocast_dtype(device: torch.device, precision: str = "auto"):
 
     The 16-bit type for mixed precision, or ``None`` for plain float32.
 
-    ``auto``: bf16 on GPUs that have it (A100, H100, ...), fp16 with a loss scaler on older
-    GPUs (a T4 has no fast bf16), float32 on a CPU. ``bf16`` and ``fp16`` also work on a CPU
-    (slowly): that is how the tests run the GPU's code path without a GPU.
+    ``auto``: bf16 on GPUs that have it (A100, H100, ...), fp16 with a loss
+    scaler on older GPUs (a T4 has no fast bf16), float32 on a CPU. ``bf16`` and
+    ``fp16`` also work on a CPU (slowly): that is how the tests run the GPU's
+    code path without a GPU.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision must be one of {PRECISIONS}, but got {precision!r}")
+        raise ValueError(
+            f"precision must be one of {PRECISIONS}, but got {precision!r}")
     if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
         return None
     if precision == "auto":
-        return torch.bfloat16 if torch.cuda.is_bf16_supported(including_emulation=False) else torch.float16
+        return (torch.bfloat16
+                if torch.cuda.is_bf16_supported(including_emulation=False)
+                else torch.float16)
     return torch.bfloat16 if precision == "bf16" else torch.float16
 
 
 class CheckpointError(ValueError):
     """检查点不能用于这次训练（文件损坏，或者来自别的配置）。
 
-    A checkpoint that cannot be used by this run (corrupt, or from another configuration).
+    A checkpoint that cannot be used by this run (corrupt, or from another
+    configuration).
     """
 
 
 def save_checkpoint(path, **state) -> None:
     """保存检查点：先写临时文件再改名，保存失败时旧的检查点仍然完好。
 
-    Write to a temporary file next to ``path``, then rename: a failed save leaves the old one.
+    Write to a temporary file next to ``path``, then rename: a failed save
+    leaves the old one.
     """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
@@ -161,16 +188,24 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except FileNotFoundError:
         raise CheckpointError(f"checkpoint {path} does not exist") from None
-    except Exception as e:  # noqa: BLE001 - any unpickling failure means the file is unusable
-        raise CheckpointError(f"checkpoint {path} is not a readable checkpoint ({type(e).__name__})") from None
-    if not isinstance(state, dict) or "train_config" not in state or "model" not in state:
-        raise CheckpointError(f"checkpoint {path} is not a tf_tutorial training checkpoint")
+    except Exception as e:  # noqa: BLE001 - any unpickling failure means
+        # the file is unusable
+        raise CheckpointError(f"checkpoint {path} is not a readable checkpoint "
+                              f"({type(e).__name__})") from None
+    if (not isinstance(state, dict) or "train_config" not in state
+            or "model" not in state):
+        raise CheckpointError(
+            f"checkpoint {path} is not a tf_tutorial training checkpoint")
     if cfg is not None:
         saved = state["train_config"]
-        keys = ("d_model", "n_heads", "n_layers", "d_ff", "norm_first", "n_train", "seed")
-        diff = [f"{k}={saved.get(k)!r} (this run: {getattr(cfg, k)!r})" for k in keys if saved.get(k) != getattr(cfg, k)]
+        keys = ("d_model", "n_heads", "n_layers", "d_ff", "norm_first",
+                "n_train", "seed")
+        diff = [f"{k}={saved.get(k)!r} (this run: {getattr(cfg, k)!r})"
+                for k in keys if saved.get(k) != getattr(cfg, k)]
         if diff:
-            raise CheckpointError(f"checkpoint {path} is from another configuration: " + ", ".join(diff))
+            raise CheckpointError(
+                f"checkpoint {path} is from another configuration: "
+                + ", ".join(diff))
     return state
 
 
@@ -196,78 +231,96 @@ class TrainResult:
     device: torch.device
 
 
-def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip: float = 1.0, forward=None):
+def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None,
+               clip: float = 1.0, forward=None):
     """在一批词元编号上做一步优化，返回这一步的损失。
 
     One optimisation step on a batch of token ids; returns the loss (detached).
 
-    Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … yₙ <eos> (then <pad>); the decoder reads
-    tgt[:, :-1] = <bos> y₁ … yₙ and learns to predict tgt[:, 1:] = y₁ … yₙ <eos>, both (B, T).
-    ``loss_fn`` ignores <pad> and smooths the labels. src is (B, S). ``forward`` is what to
-    call instead of ``model`` (its DDP or compiled wrapper).
+    Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … yₙ <eos> (then <pad>); the
+    decoder reads tgt[:, :-1] = <bos> y₁ … yₙ and learns to predict
+    tgt[:, 1:] = y₁ … yₙ <eos>, both (B, T). ``loss_fn`` ignores <pad> and
+    smooths the labels. src is (B, S). ``forward`` is what to call instead of
+    ``model`` (its DDP or compiled wrapper).
     """
-    tgt_in, gold = tgt[:, :-1], tgt[:, 1:]                                # (B, T) each
+    tgt_in, gold = tgt[:, :-1], tgt[:, 1:]        # (B, T) each
     net = model if forward is None else forward
     net.train()
-    with torch.autocast(src.device.type, dtype=amp) if amp else contextlib.nullcontext():
-        logits = net(src, tgt_in)                                         # (B, T, V)
-    loss = loss_fn(logits.float().flatten(0, 1), gold.flatten())          # mean over real tokens
+    with (torch.autocast(src.device.type, dtype=amp) if amp
+          else contextlib.nullcontext()):
+        logits = net(src, tgt_in)                 # (B, T, V)
+    loss = loss_fn(logits.float().flatten(0, 1),
+                   gold.flatten())                # mean over real tokens
     opt.zero_grad(set_to_none=True)
-    scaler.scale(loss).backward()     # fp16: scaled up so that small gradients do not flush to 0
-    scaler.unscale_(opt)              # the true gradients again, before they are clipped
+    scaler.scale(loss).backward()   # fp16: scaled up so that small gradients
+                                    # do not flush to 0
+    scaler.unscale_(opt)            # the true gradients again, before they
+                                    # are clipped
     nn.utils.clip_grad_norm_(model.parameters(), clip)
-    scaler.step(opt)                  # skipped if a gradient overflowed (the scale then shrinks)
+    scaler.step(opt)                # skipped if a gradient overflowed (the
+                                    # scale then shrinks)
     scaler.update()
-    sched.step()                      # the learning rate of the next step
+    sched.step()                    # the learning rate of the next step
     return loss.detach()
 
 
-def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0, world: int = 1):
+def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
+                 world: int = 1):
     """无穷无尽地产生训练批次，一个轮次接一个轮次，每个轮次的顺序由种子决定。
 
-    Training batches forever, epoch after epoch, each epoch in its own seeded order.
+    Training batches forever, epoch after epoch, each epoch in its own seeded
+    order.
 
-    The first ``skip`` batches are passed over without being built (resuming at a step), and
-    a batch with fewer sentences than processes is left out (it cannot be split over them).
-    The sentences become tensors here, once, before the first batch is asked for.
+    The first ``skip`` batches are passed over without being built (resuming at
+    a step), and a batch with fewer sentences than processes is left out (it
+    cannot be split over them). The sentences become tensors here, once, before
+    the first batch is asked for.
     """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
-    src_t, tgt_t = [torch.tensor(s) for s, _ in encoded], [torch.tensor(t) for _, t in encoded]
+    src_t, tgt_t = ([torch.tensor(s) for s, _ in encoded],
+                    [torch.tensor(t) for _, t in encoded])
     size = None if cfg.batch_tokens else cfg.batch_size
 
     def stream(skip: int):
         epoch = 0
         while True:
-            for chunk in batch_indices(lengths, size, cfg.batch_tokens, seed=cfg.seed * 1000 + epoch):
+            for chunk in batch_indices(lengths, size, cfg.batch_tokens,
+                                       seed=cfg.seed * 1000 + epoch):
                 if len(chunk) < world:
                     continue
                 if skip:
                     skip -= 1
                     continue
-                yield (pad_sequence([src_t[i] for i in chunk], batch_first=True, padding_value=pad_id),  # (B, S)
-                       pad_sequence([tgt_t[i] for i in chunk], batch_first=True, padding_value=pad_id))  # (B, T)
+                yield (pad_sequence([src_t[i] for i in chunk], batch_first=True,
+                                    padding_value=pad_id),           # (B, S)
+                       pad_sequence([tgt_t[i] for i in chunk], batch_first=True,
+                                    padding_value=pad_id))           # (B, T)
             epoch += 1
 
     return stream(skip)
 
 
-def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", corpus: Corpus | None = None,
-          compile: bool | str = False, progress: bool = True, max_steps: int | None = None,
-          precision: str = "auto", max_seconds: float | None = None) -> TrainResult:
+def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
+          corpus: Corpus | None = None, compile: bool | str = False,
+          progress: bool = True, max_steps: int | None = None,
+          precision: str = "auto",
+          max_seconds: float | None = None) -> TrainResult:
     """按 ``cfg`` 训练模型，返回模型、语料和记录下的曲线。
 
     Train ``cfg`` and return the model, the corpus and the recorded curves.
 
-    ``resume``: a checkpoint path; training continues from its step with the same data order
-    and random state, so the loss curve carries on as if never stopped. ``max_steps`` stops
-    early (the schedule still follows ``cfg.steps``); used to show resuming. ``max_seconds``
-    stops once that much training time has passed (a time budget). ``compile``: True for
-    ``torch.compile`` (inductor), or the name of another backend (the tests use "aot_eager").
+    ``resume``: a checkpoint path; training continues from its step with the
+    same data order and random state, so the loss curve carries on as if never
+    stopped. ``max_steps`` stops early (the schedule still follows
+    ``cfg.steps``); used to show resuming. ``max_seconds`` stops once that much
+    training time has passed (a time budget). ``compile``: True for
+    ``torch.compile`` (inductor), or the name of another backend (the tests
+    use "aot_eager").
     """
     rank, world = _distributed()
     if max_seconds is not None and world > 1:
-        raise ValueError("max_seconds cannot be used with several processes: each would stop at a "
-                         "different step; use --steps")
+        raise ValueError("max_seconds cannot be used with several processes: "
+                         "each would stop at a different step; use --steps")
     dev = pick_device(device)
     if dev.type == "cuda" and world > 1:
         dev = torch.device("cuda", rank % torch.cuda.device_count())
@@ -277,14 +330,16 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
     mcfg = cfg.model_config(corpus)
     model = Transformer(mcfg).to(dev)
     opt, sched = optimizer_and_schedule(model, cfg)
-    history = {"step": [], "loss": [], "lr": [], "eval_step": [], "valid_loss": [], "valid_acc": [],
-               "seconds": 0.0, "tokens": 0}
+    history = {"step": [], "loss": [], "lr": [], "eval_step": [],
+               "valid_loss": [], "valid_acc": [], "seconds": 0.0, "tokens": 0}
     step = 0
     if state:
         try:
             model.load_state_dict(state["model"])
         except RuntimeError as e:
-            raise CheckpointError(f"checkpoint {resume} does not fit this model: {str(e).splitlines()[0]}") from None
+            raise CheckpointError(
+                f"checkpoint {resume} does not fit this model: "
+                f"{str(e).splitlines()[0]}") from None
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         history, step = state["history"], state["step"]
@@ -292,13 +347,17 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
-    fwd = torch.compile(net, backend=compile if isinstance(compile, str) else "inductor") if compile else net
-    loss_fn = nn.CrossEntropyLoss(ignore_index=mcfg.pad_id, label_smoothing=cfg.label_smoothing)
+    fwd = (torch.compile(net, backend=(compile if isinstance(compile, str)
+                                       else "inductor"))
+           if compile else net)
+    loss_fn = nn.CrossEntropyLoss(ignore_index=mcfg.pad_id,
+                                  label_smoothing=cfg.label_smoothing)
     train_enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
     valid_enc = encode_pairs(corpus.valid, corpus.src_vocab, corpus.tgt_vocab)
     stop = min(cfg.steps, max_steps or cfg.steps)
-    bar = _progress(progress and rank == 0, initial=step, total=stop, desc=f"train[{cfg.name}]")
-    losses = []                       # on the device; copied to the host in groups (one sync each)
+    bar = _progress(progress and rank == 0, initial=step, total=stop,
+                    desc=f"train[{cfg.name}]")
+    losses = []  # on the device; copied to the host in groups (one sync each)
 
     def evaluate_now():
         history["loss"] += [x.item() for x in losses]
@@ -311,12 +370,17 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
     for src, tgt in stream:
-        if step >= stop or (max_seconds and time.perf_counter() - start > max_seconds):
+        if step >= stop or (max_seconds
+                            and time.perf_counter() - start > max_seconds):
             break
-        history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())      # counted on the host: no sync
-        src, tgt = src[rank::world].to(dev, non_blocking=True), tgt[rank::world].to(dev, non_blocking=True)
-        history["lr"].append(opt.param_groups[0]["lr"])                   # the rate this step uses
-        losses.append(train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp, cfg.clip, fwd))
+        # counted on the host: no sync
+        history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())
+        src, tgt = (src[rank::world].to(dev, non_blocking=True),
+                    tgt[rank::world].to(dev, non_blocking=True))
+        # the rate this step uses
+        history["lr"].append(opt.param_groups[0]["lr"])
+        losses.append(train_step(model, src, tgt, opt, sched, loss_fn, scaler,
+                                 amp, cfg.clip, fwd))
         step += 1
         history["step"].append(step)
         bar.update(1)
@@ -325,9 +389,11 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
         if step % cfg.eval_every == 0 or step == stop:
             evaluate_now()
             if out_dir is not None and rank == 0 and step < stop:
-                _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
+                _save(out_dir, model, opt, sched, history, step, cfg, mcfg,
+                      corpus)
     bar.close()
-    if not history["eval_step"] or history["eval_step"][-1] != step:      # stopped by the time budget
+    # stopped by the time budget
+    if not history["eval_step"] or history["eval_step"][-1] != step:
         evaluate_now()
     if dev.type == "cuda":
         torch.cuda.synchronize()
@@ -342,17 +408,21 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto", cor
 
 
 def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus) -> None:
-    save_checkpoint(Path(out_dir) / "checkpoint.pt", model=model.state_dict(), optimizer=opt.state_dict(),
-                    scheduler=sched.state_dict(), history=history, step=step, rng=torch.get_rng_state(),
-                    train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
-                    src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
+    save_checkpoint(
+        Path(out_dir) / "checkpoint.pt", model=model.state_dict(),
+        optimizer=opt.state_dict(), scheduler=sched.state_dict(),
+        history=history, step=step, rng=torch.get_rng_state(),
+        train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
+        src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
 
 
 @torch.no_grad()
-def validate(model: Transformer, encoded, pad_id: int, device, amp=None, batch_size: int = 200):
+def validate(model: Transformer, encoded, pad_id: int, device, amp=None,
+             batch_size: int = 200):
     """教师强制下的验证：平均每个词元的交叉熵和词元准确率。
 
-    Teacher-forced validation: mean token cross-entropy (no smoothing) and token accuracy.
+    Teacher-forced validation: mean token cross-entropy (no smoothing) and
+    token accuracy.
     """
     model.eval()
     total, correct, loss_sum = 0, 0, 0.0
@@ -361,7 +431,8 @@ def validate(model: Transformer, encoded, pad_id: int, device, amp=None, batch_s
         with torch.autocast(device.type, dtype=amp, enabled=amp is not None):
             logits = model(src, tgt[:, :-1]).float()
         gold, keep = tgt[:, 1:], tgt[:, 1:] != pad_id
-        loss_sum += nn.functional.cross_entropy(logits[keep], gold[keep], reduction="sum").item()
+        loss_sum += nn.functional.cross_entropy(logits[keep], gold[keep],
+                                                reduction="sum").item()
         correct += (logits.argmax(-1)[keep] == gold[keep]).sum().item()
         total += keep.sum().item()
     return loss_sum / total, correct / total
@@ -370,7 +441,7 @@ def validate(model: Transformer, encoded, pad_id: int, device, amp=None, batch_s
 def _progress(enabled: bool, **kw):
     if not enabled:
         return _Quiet()
-    try:                                   # a widget in Jupyter/Colab when ipywidgets is there
+    try:  # a widget in Jupyter/Colab when ipywidgets is there
         import ipywidgets  # noqa: F401
         from tqdm.auto import tqdm
     except ImportError:
@@ -389,34 +460,46 @@ class _Quiet:
         pass
 
 
-# --- command line ------------------------------------------------------------------------
+# --- command line -------------------------------------------------------------
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):                 # one line and exit code 2, no usage dump
+    def error(self, message):  # one line and exit code 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m tf_tutorial.train",
-                description="Train the chapter-10 Transformer on the toy English→Chinese corpus.",
-                epilog="example: python -m tf_tutorial.train --config cpu --out runs/cpu")
+                description="Train the chapter-10 Transformer on the toy "
+                            "English→Chinese corpus.",
+                epilog="example: python -m tf_tutorial.train --config cpu "
+                       "--out runs/cpu")
     p.add_argument("--config", choices=sorted(CONFIGS), default=None,
-                   help="preset (default: gpu when CUDA is available, else cpu; with --resume, the checkpoint's)")
+                   help="preset (default: gpu when CUDA is available, else "
+                        "cpu; with --resume, the checkpoint's)")
     p.add_argument("--out", type=Path, default=None,
-                   help="directory for checkpoint.pt and results.json (created if missing)")
+                   help="directory for checkpoint.pt and results.json "
+                        "(created if missing)")
     p.add_argument("--resume", type=Path, default=None,
-                   help="checkpoint to continue from, up to its total --steps (or a larger --steps)")
+                   help="checkpoint to continue from, up to its total --steps "
+                        "(or a larger --steps)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--steps", type=int, default=None, help="total number of steps (overrides the preset)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="total number of steps (overrides the preset)")
     batch = p.add_mutually_exclusive_group()
-    batch.add_argument("--batch-size", type=int, default=None, help="sentences per batch (overrides the preset)")
+    batch.add_argument("--batch-size", type=int, default=None,
+                       help="sentences per batch (overrides the preset)")
     batch.add_argument("--batch-tokens", type=int, default=None,
-                       help="padded tokens per batch instead of a sentence count (overrides the preset)")
-    p.add_argument("--max-seconds", type=float, default=None, help="stop after this much training time")
-    p.add_argument("--compile", action="store_true", help="torch.compile the model")
+                       help="padded tokens per batch instead of a sentence "
+                            "count (overrides the preset)")
+    p.add_argument("--max-seconds", type=float, default=None,
+                   help="stop after this much training time")
+    p.add_argument("--compile", action="store_true",
+                   help="torch.compile the model")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
-                   help="auto: bf16 on GPUs that have it, else fp16 with a loss scaler; fp32 on a CPU")
-    p.add_argument("--beam", type=int, default=1, help="beam size for the test-set evaluation (1 = greedy)")
+                   help="auto: bf16 on GPUs that have it, else fp16 with a "
+                        "loss scaler; fp32 on a CPU")
+    p.add_argument("--beam", type=int, default=1,
+                   help="beam size for the test-set evaluation (1 = greedy)")
     p.add_argument("--no-progress", action="store_true")
     return p
 
@@ -428,17 +511,23 @@ def _prepare_out(parser, out: Path) -> None:
         out.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=out).close()
     except OSError as e:
-        parser.error(f"--out {out}: directory is not writable ({e.strerror or type(e).__name__})")
+        parser.error(f"--out {out}: directory is not writable "
+                     f"({e.strerror or type(e).__name__})")
 
 
 def _config(parser, args) -> TrainConfig:
-    """The preset, or the checkpoint's own configuration when resuming, with the overrides."""
-    overrides = {k: v for k, v in (("steps", args.steps), ("batch_size", args.batch_size),
-                                   ("batch_tokens", args.batch_tokens)) if v is not None}
-    if args.batch_size is not None:           # a sentence count replaces the preset's token budget
+    """The preset, or the checkpoint's own configuration when resuming, with
+    the overrides."""
+    overrides = {k: v for k, v in (("steps", args.steps),
+                                   ("batch_size", args.batch_size),
+                                   ("batch_tokens", args.batch_tokens))
+                 if v is not None}
+    # a sentence count replaces the preset's token budget
+    if args.batch_size is not None:
         overrides["batch_tokens"] = None
     if args.resume is None:
-        name = args.config or ("gpu" if torch.cuda.is_available() and args.device != "cpu" else "cpu")
+        name = args.config or ("gpu" if torch.cuda.is_available()
+                               and args.device != "cpu" else "cpu")
         return dataclasses.replace(CONFIGS[name], **overrides)
     try:
         state = load_checkpoint(args.resume)
@@ -446,13 +535,16 @@ def _config(parser, args) -> TrainConfig:
         parser.error(str(e))
     saved = TrainConfig(**state["train_config"])
     if args.config is not None and args.config != saved.name:
-        parser.error(f"--config {args.config} does not match checkpoint {args.resume}, which was trained "
-                     f"with --config {saved.name}")
+        parser.error(
+            f"--config {args.config} does not match checkpoint {args.resume}, "
+            f"which was trained with --config {saved.name}")
     cfg = dataclasses.replace(saved, **overrides)
     if cfg.steps <= state["step"]:
-        hint = "a larger --steps" if args.steps is None else f"--steps larger than {state['step']}"
-        parser.error(f"checkpoint {args.resume} is already at step {state['step']} of {cfg.steps}; "
-                     f"give {hint} to train further")
+        hint = ("a larger --steps" if args.steps is None
+                else f"--steps larger than {state['step']}")
+        parser.error(
+            f"checkpoint {args.resume} is already at step {state['step']} of "
+            f"{cfg.steps}; give {hint} to train further")
     return cfg
 
 
@@ -460,32 +552,41 @@ def main(argv=None) -> int:
     """命令行入口：``python -m tf_tutorial.train``。"""
     parser = _parser()
     args = parser.parse_args(argv)
-    for flag, value in (("--steps", args.steps), ("--batch-size", args.batch_size),
-                        ("--batch-tokens", args.batch_tokens), ("--beam", args.beam)):
+    for flag, value in (("--steps", args.steps),
+                        ("--batch-size", args.batch_size),
+                        ("--batch-tokens", args.batch_tokens),
+                        ("--beam", args.beam)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive integer, but got {value}")
     if args.max_seconds is not None and args.max_seconds <= 0:
-        parser.error(f"--max-seconds must be positive, but got {args.max_seconds}")
+        parser.error(
+            f"--max-seconds must be positive, but got {args.max_seconds}")
     if args.out is not None:
         _prepare_out(parser, args.out)
     cfg = _config(parser, args)
     try:
-        result = train(cfg, out_dir=args.out, resume=args.resume, device=args.device, compile=args.compile,
-                       progress=not args.no_progress, precision=args.precision, max_seconds=args.max_seconds)
+        result = train(
+            cfg, out_dir=args.out, resume=args.resume, device=args.device,
+            compile=args.compile, progress=not args.no_progress,
+            precision=args.precision, max_seconds=args.max_seconds)
     except (CheckpointError, ValueError) as e:
         parser.error(str(e))
     rank = dist.get_rank() if dist.is_initialized() else 0
     if rank == 0:
         from tf_tutorial.metrics import evaluate
         c = result.corpus
-        test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab, beam_size=args.beam)
-        summary = {"config": cfg.name, "device": str(result.device), "steps": result.history["step"][-1],
+        test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab,
+                        beam_size=args.beam)
+        summary = {"config": cfg.name, "device": str(result.device),
+                   "steps": result.history["step"][-1],
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
-                   "test_exact_match": round(test["exact_match"], 4), "test_bleu": round(test["bleu"], 2)}
+                   "test_exact_match": round(test["exact_match"], 4),
+                   "test_bleu": round(test["bleu"], 2)}
         print(json.dumps(summary, ensure_ascii=False))
         if args.out is not None:
-            (args.out / "results.json").write_text(json.dumps(summary, ensure_ascii=False, indent=1))
+            (args.out / "results.json").write_text(
+                json.dumps(summary, ensure_ascii=False, indent=1))
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

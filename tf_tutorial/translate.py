@@ -1,11 +1,15 @@
 """第 10 章：给读者用的翻译——读入训练好的检查点，把自己写的英文句子译成中文。
 
-Usage:  python -m tf_tutorial.translate runs/cpu/checkpoint.pt "I love China."
-        python -m tf_tutorial.translate runs/cpu/checkpoint.pt --beam 4 < sentences.txt
+Usage:
+python -m tf_tutorial.translate runs/cpu/checkpoint.pt "I love China."
+python -m tf_tutorial.translate runs/cpu/checkpoint.pt --beam 4 < sentences.txt
 
-In a notebook: ``t = load_translator("runs/cpu/checkpoint.pt"); t("I love China.")``. A typed
-sentence is first made to look like a corpus sentence (:func:`~tf_tutorial.corpus.data.normalise`), then decoded with
-:func:`~tf_tutorial.decode.greedy_decode` or :func:`~tf_tutorial.decode.beam_search`.
+In a notebook:
+``t = load_translator("runs/cpu/checkpoint.pt"); t("I love China.")``.
+A typed sentence is first made to look like a corpus sentence
+(:func:`~tf_tutorial.corpus.data.normalise`), then decoded with
+:func:`~tf_tutorial.decode.greedy_decode` or
+:func:`~tf_tutorial.decode.beam_search`.
 Shape legend: B batch, S source length (with EOS), L generated length.
 """
 from __future__ import annotations
@@ -25,32 +29,42 @@ from tf_tutorial.train import CheckpointError, load_checkpoint, pick_device
 class Translator:
     """训练好的模型连同它的两个词表，可以直接拿英文句子来调用。
 
-    A trained model with its vocabularies, callable on English strings (see :func:`load_translator`).
+    A trained model with its vocabularies, callable on English strings
+    (see :func:`load_translator`).
     """
 
-    def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab, beam_size: int = 1,
-                 path: str | None = None, batch_size: int = 64):
-        if isinstance(beam_size, bool) or not isinstance(beam_size, int) or beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, but got {beam_size!r}")
-        self.model, self.src_vocab, self.tgt_vocab = model.eval(), src_vocab, tgt_vocab
+    def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
+                 beam_size: int = 1, path: str | None = None,
+                 batch_size: int = 64):
+        if (isinstance(beam_size, bool) or not isinstance(beam_size, int)
+                or beam_size < 1):
+            raise ValueError(
+                f"beam_size must be a positive integer, but got {beam_size!r}")
+        self.model, self.src_vocab, self.tgt_vocab = (
+            model.eval(), src_vocab, tgt_vocab)
         self.beam_size, self.path, self.batch_size = beam_size, path, batch_size
-        self.max_tokens = model.config.max_len - 1                    # the source also gets an EOS
-        self.note_file = None                 # where unknown-word notes go: stdout (the CLI: stderr)
+        # the source also gets an EOS
+        self.max_tokens = model.config.max_len - 1
+        # where unknown-word notes go: stdout (the CLI: stderr)
+        self.note_file = None
 
     def __repr__(self) -> str:
         device = next(self.model.parameters()).device
-        return (f"Translator({self.path!r}, src_vocab={len(self.src_vocab)}, tgt_vocab={len(self.tgt_vocab)}, "
-                f"beam_size={self.beam_size}, max_tokens={self.max_tokens}, device='{device}')")
+        return (f"Translator({self.path!r}, src_vocab={len(self.src_vocab)}, "
+                f"tgt_vocab={len(self.tgt_vocab)}, beam_size={self.beam_size}, "
+                f"max_tokens={self.max_tokens}, device='{device}')")
 
     def encode(self, text: str, warn: bool = True) -> list[int]:
         """把一句英文规范化、检查长度，再换成以 EOS 结尾的源序列编号。
 
-        Normalise, check the length, and map to source ids ending in EOS; notes unknown words.
+        Normalise, check the length, and map to source ids ending in EOS; notes
+        unknown words.
         """
         tokens = normalise(text, self.src_vocab)
         if len(tokens) > self.max_tokens:
-            raise ValueError(f"sentence has {len(tokens)} tokens after normalisation; "
-                             f"this model accepts at most {self.max_tokens}")
+            raise ValueError(
+                f"sentence has {len(tokens)} tokens after normalisation; "
+                f"this model accepts at most {self.max_tokens}")
         unknown = [t for t in tokens if t not in self.src_vocab]
         if unknown and warn:
             print(f"注意：{unknown} 不在词表中，按 <unk> 处理：{text!r}",
@@ -58,10 +72,11 @@ class Translator:
         return self.src_vocab.encode(tokens, eos=True)
 
     def decode(self, rows: list[list[int]]) -> list[list[str]]:
-        """把源序列编号解码成中文词元；长度相同的句子放进同一批，所以不需要填充。
+        """把源序列编号解码成中文词元；长度相同的句子放进同一批，所以无需填充。
 
-        Source ids → Chinese tokens. Sentences of equal length share a batch: there is no
-        padding, so a translation does not depend on the sentences sent with it."""
+        Source ids → Chinese tokens. Sentences of equal length share a batch:
+        there is no padding, so a translation does not depend on the sentences
+        sent with it."""
         out: list = [None] * len(rows)
         groups: dict[int, list[int]] = {}
         for i, row in enumerate(rows):
@@ -70,17 +85,21 @@ class Translator:
         for idx in groups.values():
             for k in range(0, len(idx), self.batch_size):
                 chunk = idx[k:k + self.batch_size]
-                src = torch.tensor([rows[i] for i in chunk], device=device)              # (B, S)
+                src = torch.tensor([rows[i] for i in chunk],
+                                   device=device)                 # (B, S)
                 ids = (greedy_decode(self.model, src) if self.beam_size == 1
-                       else beam_search(self.model, src, self.beam_size))               # (B, L)
+                       else beam_search(self.model, src,
+                                        self.beam_size))          # (B, L)
                 for i, row in zip(chunk, ids.cpu()):
                     out[i] = self.tgt_vocab.decode(row)
         return out
 
-    def __call__(self, text: str | list[str], tokens: bool = False, warn: bool = True) -> str | list[str]:
+    def __call__(self, text: str | list[str], tokens: bool = False,
+                 warn: bool = True) -> str | list[str]:
         """翻译一句英文（返回字符串）或一组句子（返回列表）。
 
-        Translate one sentence (→ str) or a list of them (→ list); ``tokens=True`` spaces the tokens.
+        Translate one sentence (→ str) or a list of them (→ list);
+        ``tokens=True`` spaces the tokens.
         """
         single = isinstance(text, str)
         rows = []
@@ -88,49 +107,72 @@ class Translator:
             try:
                 rows.append(self.encode(sentence, warn))
             except ValueError as e:
-                raise ValueError(str(e) if single else f"sentence {n}: {e}") from None
+                raise ValueError(str(e) if single
+                                 else f"sentence {n}: {e}") from None
         out = [(" " if tokens else "").join(t) for t in self.decode(rows)]
         return out[0] if single else out
 
 
-def load_translator(path, beam_size: int = 1, device: str = "auto") -> Translator:
-    """从 ``python -m tf_tutorial.train`` 的检查点（或它所在的文件夹）载入翻译器。
+def load_translator(path, beam_size: int = 1,
+                    device: str = "auto") -> Translator:
+    """从 ``python -m tf_tutorial.train`` 的检查点（或所在的文件夹）载入翻译器。
 
-    A :class:`Translator` from a checkpoint of ``python -m tf_tutorial.train`` (or its folder).
+    A :class:`Translator` from a checkpoint of ``python -m tf_tutorial.train``
+    (or its folder).
 
     Raises:
-        CheckpointError: a missing, corrupt or non-training checkpoint (a ``ValueError``).
+        CheckpointError: a missing, corrupt or non-training checkpoint
+            (a ``ValueError``).
     """
     path = Path(path) / "checkpoint.pt" if Path(path).is_dir() else path
     state = load_checkpoint(path)
-    missing = [k for k in ("model_config", "src_itos", "tgt_itos") if k not in state]
+    missing = [k for k in ("model_config", "src_itos", "tgt_itos")
+               if k not in state]
     if missing:
-        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}; it was not written by tf_tutorial.train")
+        raise CheckpointError(f"checkpoint {path} lacks {', '.join(missing)}; "
+                              f"it was not written by tf_tutorial.train")
     try:
         model = Transformer(TransformerConfig(**state["model_config"]))
         model.load_state_dict(state["model"])
     except (TypeError, ValueError, RuntimeError) as e:
-        raise CheckpointError(f"checkpoint {path} holds no usable model: {str(e).splitlines()[0]}") from None
-    src, tgt = Vocab(state["src_itos"][4:]), Vocab(state["tgt_itos"][4:])   # Vocab sorts: same ids
-    if src.itos != list(state["src_itos"]) or tgt.itos != list(state["tgt_itos"]):
-        raise CheckpointError(f"checkpoint {path} has vocabularies in an unexpected order")
-    return Translator(model.to(pick_device(device)), src, tgt, beam_size, path=str(path))
+        raise CheckpointError(
+            f"checkpoint {path} holds no usable model: "
+            f"{str(e).splitlines()[0]}") from None
+    src, tgt = (Vocab(state["src_itos"][4:]),
+                Vocab(state["tgt_itos"][4:]))    # Vocab sorts: same ids
+    if (src.itos != list(state["src_itos"])
+            or tgt.itos != list(state["tgt_itos"])):
+        raise CheckpointError(
+            f"checkpoint {path} has vocabularies in an unexpected order")
+    return Translator(model.to(pick_device(device)), src, tgt, beam_size,
+                      path=str(path))
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):                 # one line and exit code 2, no usage dump
+    def error(self, message):  # one line and exit code 2, no usage dump
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m tf_tutorial.translate", formatter_class=argparse.RawDescriptionHelpFormatter,
-                description="Translate English sentences into Chinese with a trained checkpoint.",
-                epilog='example:\n  python -m tf_tutorial.translate runs/cpu/checkpoint.pt "The dog bites the man."\n'
-                       "  python -m tf_tutorial.translate runs/cpu/checkpoint.pt < in.txt > out.txt")
-    p.add_argument("checkpoint", help="checkpoint.pt written by python -m tf_tutorial.train (or its folder)")
-    p.add_argument("sentence", nargs="*", help="the sentence; without it, one sentence per line from stdin")
-    p.add_argument("--beam", type=int, default=1, help="beam size (default 1 = greedy)")
-    p.add_argument("--tokens", action="store_true", help="print the Chinese tokens separated by spaces")
+    p = _Parser(prog="python -m tf_tutorial.translate",
+                formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="Translate English sentences into Chinese with a "
+                            "trained checkpoint.",
+                epilog='example:\n'
+                       '  python -m tf_tutorial.translate '
+                       'runs/cpu/checkpoint.pt "The dog bites the man."\n'
+                       "  python -m tf_tutorial.translate "
+                       "runs/cpu/checkpoint.pt < in.txt > out.txt")
+    p.add_argument("checkpoint",
+                   help="checkpoint.pt written by python -m tf_tutorial.train "
+                        "(or its folder)")
+    p.add_argument("sentence", nargs="*",
+                   help="the sentence; without it, one sentence per line "
+                        "from stdin")
+    p.add_argument("--beam", type=int, default=1,
+                   help="beam size (default 1 = greedy)")
+    p.add_argument("--tokens", action="store_true",
+                   help="print the Chinese tokens separated by spaces")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     return p
 
@@ -138,29 +180,33 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """命令行入口：``python -m tf_tutorial.translate``。"""
     parser = _parser()
-    args = parser.parse_intermixed_args(argv)     # options may come after the sentence
+    # options may come after the sentence
+    args = parser.parse_intermixed_args(argv)
     if args.beam < 1:
         parser.error(f"--beam must be a positive integer, but got {args.beam}")
     try:
         translator = load_translator(args.checkpoint, args.beam, args.device)
-        translator.note_file = sys.stderr     # stdout holds the translations only
+        translator.note_file = sys.stderr  # stdout holds the translations only
         if args.sentence:
             print(translator(" ".join(args.sentence), tokens=args.tokens))
             return 0
-    except ValueError as e:                   # CheckpointError too
+    except ValueError as e:                # CheckpointError too
         parser.error(str(e))
     status, lines = 0, enumerate(sys.stdin, 1)
-    block = 1 if sys.stdin.isatty() else 256  # typed lines are answered at once; piped ones batched
+    # typed lines are answered at once; piped ones batched
+    block = 1 if sys.stdin.isatty() else 256
     while chunk := list(itertools.islice(lines, block)):
         rows = {}
         for n, line in chunk:
             try:
                 rows[n] = translator.encode(line.strip())
-            except ValueError as e:           # report, keep the output aligned, carry on
+            except ValueError as e:  # report, keep the output aligned, carry on
                 print(f"{parser.prog}: line {n}: {e}", file=sys.stderr)
                 status = 1
         out = dict(zip(rows, translator.decode(list(rows.values()))))
-        print("\n".join(("" if n not in out else (" " if args.tokens else "").join(out[n])) for n, _ in chunk),
+        print("\n".join(("" if n not in out
+                         else (" " if args.tokens else "").join(out[n]))
+                        for n, _ in chunk),
               flush=True)
     return status
 

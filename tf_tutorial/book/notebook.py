@@ -1,6 +1,7 @@
 """各章自己用的小工具，在 HTML 构建、Jupyter 和 Colab 里表现一致。
 
-Helpers for the chapters themselves, working alike in the HTML build, Jupyter and Colab.
+Helpers for the chapters themselves, working alike in the HTML build, Jupyter
+and Colab.
 """
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 def glue(name: str, value, display: bool = False) -> None:
     """把 ``value`` 以 ``name`` 存起来，正文用 {glue:text}`name` 引用它。
 
-    Store ``value`` under ``name`` so the prose can quote it with {glue:text}`name`.
+    Store ``value`` under ``name`` so the prose can quote it with
+    {glue:text}`name`.
 
-    In the book build this is ``myst_nb.glue``; where myst-nb is absent (Colab) it does nothing,
-    and the cell's own printed output shows the value instead.
+    In the book build this is ``myst_nb.glue``; where myst-nb is absent (Colab)
+    it does nothing, and the cell's own printed output shows the value instead.
     """
     try:
         from myst_nb import glue as _glue
@@ -26,7 +28,8 @@ def glue(name: str, value, display: bool = False) -> None:
 def sci(value: float, digits: int = 1) -> str:
     """把数写成正文里用的科学计数法，例如 ``2.9×10⁸``。
 
-    Format a number for prose in scientific notation: ``sci(2.9e8) == '2.9×10⁸'``.
+    Format a number for prose in scientific notation:
+    ``sci(2.9e8) == '2.9×10⁸'``.
     """
     mantissa, exponent = f"{value:.{digits}e}".split("e")
     return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
@@ -35,10 +38,58 @@ def sci(value: float, digits: int = 1) -> str:
 def check(claim: bool, message: str) -> None:
     """章节里的论断不再成立时立即报错，让 nbval 和书的构建都失败。
 
-    Fail loudly when a chapter's claim no longer holds, so nbval and the book build fail too.
+    Fail loudly when a chapter's claim no longer holds, so nbval and the book
+    build fail too.
 
-    Used where prose states a measured fact ("every value lies below the bound"): if a change
-    to the code breaks the fact, the chapter stops building instead of printing a false sentence.
+    Used where prose states a measured fact ("every value lies below the
+    bound"): if a change to the code breaks the fact, the chapter stops building
+    instead of printing a false sentence.
     """
     if not claim:
-        raise AssertionError(f"the chapter claims: {message}; the numbers just computed disagree")
+        raise AssertionError(f"the chapter claims: {message}; "
+                             "the numbers just computed disagree")
+
+
+def display_width(text: str) -> int:
+    """一行文字在等宽字体里占几列：汉字等全角字符算两列。
+
+    Columns a line takes in a monospace font: wide (CJK) characters count two.
+    """
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1
+               for ch in text)
+
+
+def wrap(text: str, width: int = 76, indent: str = "  ") -> str:
+    """把一行长文字按显示宽度折成几行，续行缩进 ``indent``；汉字算两列。
+
+    Wrap ``text`` to ``width`` display columns (CJK characters count two),
+    breaking at spaces where there are any and inside a run of CJK text where
+    there are not; continuation lines start with ``indent``. The book's code
+    column holds 80 columns, so a printed model output of any length stays
+    readable without sideways scrolling.
+    """
+    if width < display_width(indent) + 2:
+        raise ValueError(f"width={width} leaves no room after "
+                         f"indent={indent!r}")
+    lines, line = [], ""
+    for word in text.split(" "):
+        piece = word if not line else " " + word
+        if display_width(line + piece) <= width:
+            line += piece
+            continue
+        if line.strip():
+            lines.append(line)
+            line = indent + word
+        else:
+            line += piece
+        # one word wider than the line: cut it
+        while display_width(line) > width:
+            cut = len(line)
+            while display_width(line[:cut]) > width:
+                cut -= 1
+            lines.append(line[:cut])
+            line = indent + line[cut:]
+    lines.append(line)
+    return "\n".join(lines)

@@ -134,7 +134,9 @@ class Corpus:
     The splits as lists of (English tokens, Chinese tokens), and the two vocabularies.
 
     train / valid / test come from one distribution (nesting depth ≤ 2, at most
-    ``MAX_TRAIN_LEN`` English tokens). The two generalisation splits each change one thing:
+    ``MAX_TRAIN_LEN`` English tokens). The two generalisation splits each aim at one thing,
+    and both are drawn from a clause-dense setting of the grammar (more relative clauses and
+    coordination than training), which chapter 10 controls for:
     ``longer``: the same depth, but every sentence is longer than any training sentence;
     ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training range.
     """

@@ -1,11 +1,13 @@
 """第 10 章：生成英中句对的文法（确定、可复现、一句一译）。
 
-Every sentence is built as a small tree and rendered twice, once in English word order and
-once in Chinese word order. The tree is what makes each English sentence have exactly one
-Chinese translation; the phenomena are the ones a translation model needs attention for:
-time and place phrases move before the verb, measure words are chosen by the noun, English
-number words are regrouped into 万 and 亿, relative clauses and "about" phrases move before
-the noun, 了 / 没有 / 不 / 会 / 正在 mark aspect and negation, 因为 … 所以 reorders clauses.
+Every sentence is built as a small tree and rendered twice, once in English word
+order and once in Chinese word order. The tree is what makes each English
+sentence have exactly one Chinese translation; the phenomena are the ones a
+translation model needs attention for: time and place phrases move before the
+verb, measure words are chosen by the noun, English number words are regrouped
+into 万 and 亿, relative clauses and "about" phrases move before the noun,
+了 / 没有 / 不 / 会 / 正在 mark aspect and negation,
+因为 … 所以 reorders clauses.
 """
 from __future__ import annotations
 
@@ -15,15 +17,16 @@ from dataclasses import dataclass, field
 from tf_tutorial.corpus import lexicon
 
 DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
-ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
-        "fifteen sixteen seventeen eighteen nineteen").split()
+ONES = ("zero one two three four five six seven eight nine ten eleven twelve "
+        "thirteen fourteen fifteen sixteen seventeen eighteen nineteen").split()
 TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 
 
 def number_en(n: int) -> list[str]:
     """把 1 到 10⁹ − 1 之间的整数写成英文数词，按千分组。
 
-    1 ≤ n < 10⁹ in English words, grouped by thousands: 305000 → three hundred and five thousand.
+    1 ≤ n < 10⁹ in English words, grouped by thousands:
+    305000 → three hundred and five thousand.
     """
     if not 1 <= n < 10**9:
         raise ValueError(f"n must be in [1, 10^9), but got {n}")
@@ -48,36 +51,41 @@ def number_en(n: int) -> list[str]:
 
 
 def number_zh(n: int) -> list[str]:
-    """1 ≤ n < 10⁹ in Chinese numerals, one token per character, grouped by 万 and 亿 with the 零 rules.
+    """1 ≤ n < 10⁹ in Chinese numerals, grouped by 万 and 亿 with the 零 rules.
 
-    305000 → 三 十 万 五 千;  1005 → 一 千 零 五;  100000005 → 一 亿 零 五;  15 → 十 五.
+    One token per character: 305000 → 三 十 万 五 千;  1005 → 一 千 零 五;
+    100000005 → 一 亿 零 五;  15 → 十 五.
     """
     if not 1 <= n < 10**9:
         raise ValueError(f"n must be in [1, 10^9), but got {n}")
 
-    def section(v: int) -> list[str]:             # 1 ≤ v ≤ 9999, with zeros inside it
+    def section(v: int) -> list[str]:  # 1 ≤ v ≤ 9999, with zeros inside it
         out, zero, started = [], False, False
-        for d, unit in ((v // 1000, "千"), (v // 100 % 10, "百"), (v // 10 % 10, "十"), (v % 10, "")):
+        for d, unit in ((v // 1000, "千"), (v // 100 % 10, "百"),
+                        (v // 10 % 10, "十"), (v % 10, "")):
             if d == 0:
                 zero = zero or started
                 continue
-            out += (["零"] if zero else []) + [DIGITS[d]] + ([unit] if unit else [])
+            out += ((["零"] if zero else []) + [DIGITS[d]]
+                    + ([unit] if unit else []))
             zero, started = False, True
         return out
 
     out, gap = [], False
-    for value, unit in ((n // 10**8, "亿"), (n // 10**4 % 10**4, "万"), (n % 10**4, "")):
+    for value, unit in ((n // 10**8, "亿"), (n // 10**4 % 10**4, "万"),
+                        (n % 10**4, "")):
         if value == 0:
             gap = gap or bool(out)
             continue
-        if out and (gap or value < 1000):      # a missing 千 or a whole empty section reads 零
-            out.append("零")
+        if out and (gap or value < 1000):
+            out.append("零")  # a missing 千 or a whole empty section reads 零
         out += section(value) + ([unit] if unit else [])
         gap = False
-    return out[1:] if out[:2] == ["一", "十"] else out      # 十五, not 一十五, at the front
+    # 十五, not 一十五, at the front
+    return out[1:] if out[:2] == ["一", "十"] else out
 
 
-# --- the lexicon, parsed once ------------------------------------------------------------
+# --- the lexicon, parsed once -------------------------------------------------
 
 @dataclass(frozen=True)
 class Noun:
@@ -132,7 +140,8 @@ def _plural(word: str) -> str:
 
 
 def _entries(text: str, sep: str = "|"):
-    return [e.strip() for line in text.strip().splitlines() for e in line.split(sep) if e.strip()]
+    return [e.strip() for line in text.strip().splitlines()
+            for e in line.split(sep) if e.strip()]
 
 
 def _nouns() -> list[Noun]:
@@ -141,7 +150,8 @@ def _nouns() -> list[Noun]:
         en, zh, mw, cls = e.split()
         sg, _, pl = en.partition("/")
         sg = sg.replace("_", " ")
-        nouns.append(Noun(sg, pl.replace("_", " ") or _plural(sg), (zh,), mw, cls))
+        nouns.append(Noun(sg, pl.replace("_", " ") or _plural(sg), (zh,),
+                          mw, cls))
     return nouns
 
 
@@ -151,17 +161,24 @@ PLACES = [tuple(e.split()) for e in _entries(lexicon.PLACES)]
 GIVEN = [tuple(e.split()) for e in _entries(lexicon.GIVEN_NAMES)]
 SURNAMES = [tuple(e.split()) for e in _entries(lexicon.SURNAMES)]
 TITLES = [tuple(e.split()) for e in _entries(lexicon.TITLES)]
-TOPICS = [(en.split(), zh.split()) for en, zh in (e.split("|") for e in _entries(lexicon.TOPICS, ";"))]
-VERBS = [Verb(*e.split()[:5], stative=e.endswith(" s")) for e in _entries(lexicon.VERBS)]
-INTRANSITIVE = [Verb(*e.split(), objects="", stative=False) for e in _entries(lexicon.INTRANSITIVE)]
+TOPICS = [(en.split(), zh.split()) for en, zh in
+          (e.split("|") for e in _entries(lexicon.TOPICS, ";"))]
+VERBS = [Verb(*e.split()[:5], stative=e.endswith(" s"))
+         for e in _entries(lexicon.VERBS)]
+INTRANSITIVE = [Verb(*e.split(), objects="", stative=False)
+                for e in _entries(lexicon.INTRANSITIVE)]
 ADJECTIVES = [(en, None if comp == "-" else comp, [zh] if bare else [zh, "的"])
-              for en, comp, zh, *bare in (e.split() for e in _entries(lexicon.ADJECTIVES))]
+              for en, comp, zh, *bare in
+              (e.split() for e in _entries(lexicon.ADJECTIVES))]
 TIMES = [(en.split(), zh.split(), tenses) for en, zh, tenses in
          (e.split("|") for e in _entries(lexicon.TIMES, ";"))]
 PRONOUNS = {  # subject, object, possessive, Chinese, third person singular
-    "I": ("I", "me", "my", "我", False), "you": ("you", "you", "your", "你", False),
-    "he": ("he", "him", "his", "他", True), "she": ("she", "her", "her", "她", True),
-    "we": ("we", "us", "our", "我们", False), "they": ("they", "them", "their", "他们", False),
+    "I": ("I", "me", "my", "我", False),
+    "you": ("you", "you", "your", "你", False),
+    "he": ("he", "him", "his", "他", True),
+    "she": ("she", "her", "her", "她", True),
+    "we": ("we", "us", "our", "我们", False),
+    "they": ("they", "them", "their", "他们", False),
 }
 GIVE = Verb("give", "gave", "给", "P", "RFDTA", stative=False)
 LIVE = Verb("live", "lived", "住", "P", "", stative=False)
@@ -171,7 +188,8 @@ LIVE = Verb("live", "lived", "住", "P", "", stative=False)
 class Phrase:
     """句子里渲染好的一段：英文词元、中文词元，以及主谓一致需要的信息。
 
-    A rendered piece of a sentence: its English and Chinese tokens and what agreement needs.
+    A rendered piece of a sentence: its English and Chinese tokens and what
+    agreement needs.
     """
 
     en: list
@@ -179,47 +197,59 @@ class Phrase:
     plural: bool = False
     third: bool = True            # takes "reads", not "read", in the present
     depth: int = 0                # relative clauses nested inside
-    has_rel: bool = False         # ends in a relative clause (nothing may follow it in English)
+    has_rel: bool = False         # ends in a relative clause (nothing may
+                                  # follow it in English)
     cls: str = ""
     noun: Noun | None = None
 
 
 def _article(word: str) -> str:
-    vowel = word[0] in "aeio" or (word[0] == "u" and not word.startswith(("us", "uni")))
+    vowel = word[0] in "aeio" or (word[0] == "u"
+                                  and not word.startswith(("us", "uni")))
     return "an" if vowel else "a"
 
 
-# --- rendering: a choice of words → English and Chinese, no randomness -----------------------
+# --- rendering: a choice of words → English and Chinese, no randomness --------
 
 def find(table, en: str):
     """在词典的一张表里找出英文为 ``en`` 的条目。
 
-    The lexicon entry whose English is ``en`` (tests and the chapter build sentences by hand).
+    The lexicon entry whose English is ``en`` (tests and the chapter build
+    sentences by hand).
     """
     for entry in table:
-        key = entry.en if isinstance(entry, Noun) else entry.base if isinstance(entry, Verb) else entry[0]
+        key = (entry.en if isinstance(entry, Noun)
+               else entry.base if isinstance(entry, Verb) else entry[0])
         if key == en or (isinstance(key, list) and " ".join(key) == en):
             return entry
     raise KeyError(f"{en!r} is not in this table of the lexicon")
 
 
-def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None, topic=None,
-              n: int | None = None, owner=None) -> Phrase:
-    """English: det adj noun [about topic];  Chinese: [owner 的] [一/这/数 量词] [关于 topic 的] adj noun.
+def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None,
+              topic=None, n: int | None = None, owner=None) -> Phrase:
+    """把名词短语按英文和中文各自的词序渲染出来。
 
-    det: "the" (no Chinese word), "a", "num" (with ``n``), "this" ("these" when plural),
-    "poss" (with ``owner``: a pronoun key such as "I", or a name Phrase).
+    English: det adj noun [about topic];
+    Chinese: [owner 的] [一/这/数 量词] [关于 topic 的] adj noun.
+
+    det: "the" (no Chinese word), "a", "num" (with ``n``), "this"
+    ("these" when plural), "poss" (with ``owner``: a pronoun key such as
+    "I", or a name Phrase).
     """
     if det == "num":
         plural = n > 1
-    en_head = ([adj[0]] if adj else []) + [noun.en_plural if plural else noun.en]
-    zh_head = (["关于"] + topic[1] + ["的"] if topic else []) + (adj[2] if adj else []) + list(noun.zh)
+    en_head = (([adj[0]] if adj else [])
+               + [noun.en_plural if plural else noun.en])
+    zh_head = ((["关于"] + topic[1] + ["的"] if topic else [])
+               + (adj[2] if adj else []) + list(noun.zh))
     if det == "num":
-        en_det, zh_det = number_en(n), (["两"] if n == 2 else number_zh(n)) + [noun.measure]
+        en_det, zh_det = (number_en(n),
+                          (["两"] if n == 2 else number_zh(n)) + [noun.measure])
     elif det == "a":
         en_det, zh_det = [_article(en_head[0])], ["一", noun.measure]
     elif det == "this":
-        en_det, zh_det = (["these"], ["这些"]) if plural else (["this"], ["这", noun.measure])
+        en_det, zh_det = ((["these"], ["这些"]) if plural
+                          else (["this"], ["这", noun.measure]))
     elif det == "poss" and isinstance(owner, Phrase):
         en_det, zh_det = owner.en + ["'s"], owner.zh + ["的"]
     elif det == "poss":
@@ -227,23 +257,32 @@ def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None, topi
     elif det == "the":
         en_det, zh_det = ["the"], []
     else:
-        raise ValueError(f"det must be one of the, a, num, this, poss, but got {det!r}")
+        raise ValueError(
+            f"det must be one of the, a, num, this, poss, but got {det!r}")
     en = en_det + en_head + (["about"] + topic[0] if topic else [])
-    return Phrase(en, zh_det + zh_head, plural=plural, third=not plural, cls=noun.cls, noun=noun)
+    return Phrase(en, zh_det + zh_head, plural=plural, third=not plural,
+                  cls=noun.cls, noun=noun)
 
 
 def add_relative(head: Phrase, clause: Phrase) -> Phrase:
-    """'the book' + 'that I bought yesterday' → 我 昨天 买 的 书 (the clause moves before the noun)."""
-    return Phrase(head.en + clause.en, clause.zh + ["的"] + head.zh, plural=head.plural, third=head.third,
-                  depth=clause.depth + 1, has_rel=True, cls=head.cls, noun=head.noun)
+    """'the book' + 'that I bought yesterday' → 我 昨天 买 的 书.
+
+    The clause moves before the noun.
+    """
+    return Phrase(head.en + clause.en, clause.zh + ["的"] + head.zh,
+                  plural=head.plural, third=head.third, depth=clause.depth + 1,
+                  has_rel=True, cls=head.cls, noun=head.noun)
 
 
-def render_clause(subj: Phrase, verb: Verb, obj: Phrase, tense: str = "present", neg: bool = False,
-                  time: Phrase | None = None, place: Phrase | None = None) -> Phrase:
+def render_clause(subj: Phrase, verb: Verb, obj: Phrase,
+                  tense: str = "present", neg: bool = False,
+                  time: Phrase | None = None,
+                  place: Phrase | None = None) -> Phrase:
     """S V O [place] [time] → S [time] [在 place] V [了] O.
 
-    If O ends in a relative clause, a time phrase goes to the front of the English sentence and
-    the place phrase is dropped: after the clause they could be read as part of it.
+    If O ends in a relative clause, a time phrase goes to the front of the
+    English sentence and the place phrase is dropped: after the clause they
+    could be read as part of it.
     """
     none = Phrase([], [])
     time, place = time or none, place or none
@@ -260,18 +299,21 @@ def render_clause(subj: Phrase, verb: Verb, obj: Phrase, tense: str = "present",
 def pronoun(key: str, role: str = "subj") -> Phrase:
     """人称代词的短语：按 ``role`` 取主格或宾格。"""
     subj, obj, _, zh, third = PRONOUNS[key]
-    return Phrase([subj if role == "subj" else obj], [zh], plural=key in ("we", "they", "you"),
-                  third=third, cls="P")
+    return Phrase([subj if role == "subj" else obj], [zh],
+                  plural=key in ("we", "they", "you"), third=third, cls="P")
 
 
 def place_phrase(where: Phrase) -> Phrase:
     """at the library → 在 图书馆;  in Beijing → 在 北京."""
-    return Phrase(["in" if where.cls == "C" else "at"] + where.en, ["在"] + where.zh)
+    return Phrase(["in" if where.cls == "C" else "at"] + where.en,
+                  ["在"] + where.zh)
 
 
-def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = False):
-    """English verb group; Chinese aspect/negation words and the verb (with 了 after a past
-    verb in a main clause). A 在-phrase goes between the two Chinese parts."""
+def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase,
+               rel: bool = False):
+    """English verb group; Chinese aspect/negation words and the verb (with 了
+    after a past verb in a main clause). A 在-phrase goes between the two
+    Chinese parts."""
     third = subj.third and not subj.plural
     if tense == "past":
         en = ["did", "not", verb.base] if neg else [verb.past]
@@ -279,7 +321,8 @@ def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = Fals
         v = [verb.zh] if neg or rel or verb is LIVE else [verb.zh, "了"]
     elif tense == "present":
         do = "does" if third else "do"
-        en = [do, "not", verb.base] if neg else [verb.third if third else verb.base]
+        en = ([do, "not", verb.base] if neg
+              else [verb.third if third else verb.base])
         aux, v = (["不"] if neg else []), [verb.zh]
     elif tense == "future":
         en = ["will", "not", verb.base] if neg else ["will", verb.base]
@@ -294,27 +337,31 @@ def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase, rel: bool = Fals
 class Grammar:
     """句对生成器：``rng`` 决定随机性，``max_depth`` 限制嵌套深度。
 
-    Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds the nesting.
+    Sentence generator; ``rng`` makes it deterministic, ``max_depth`` bounds
+    the nesting.
 
-    ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``. ``deep=True`` makes
-    nesting likely (for the deeper split); ``question_p`` and ``coord_p`` set how often a
-    sentence is a question or two coordinated clauses (``coord_p=1`` for the longer split).
+    ``sentence()`` returns ``(english_tokens, chinese_tokens, depth)``.
+    ``deep=True`` makes nesting likely (for the deeper split); ``question_p``
+    and ``coord_p`` set how often a sentence is a question or two coordinated
+    clauses (``coord_p=1`` for the longer split).
     """
 
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     max_depth: int = 2
     rel_p: float = 0.5
-    deep: bool = False            # every noun phrase that may take a relative clause takes "the"
+    deep: bool = False            # every noun phrase that may take a relative
+                                  # clause takes "the"
     question_p: float = 0.15
     coord_p: float = 0.15
 
-    # --- noun phrases --------------------------------------------------------------------
+    # --- noun phrases ---------------------------------------------------------
     def name(self) -> Phrase:
         """随机的人名：一个名字，或“称谓 + 姓”（中文里是“姓 + 称谓”）。"""
         if self.rng.random() < 0.5:
             en, zh = self.rng.choice(GIVEN)
             return Phrase([en], [zh], cls="P")
-        (sen, szh), (ten, tzh) = self.rng.choice(SURNAMES), self.rng.choice(TITLES)
+        (sen, szh), (ten, tzh) = (self.rng.choice(SURNAMES),
+                                  self.rng.choice(TITLES))
         return Phrase([ten, sen], [szh, tzh], cls="P")
 
     def pronoun(self, role: str) -> Phrase:
@@ -326,10 +373,12 @@ class Grammar:
         en, zh = self.rng.choice(PLACES)
         return Phrase([en], [zh], cls="C")
 
-    def argument(self, classes: str, role: str, depth: int, rel: bool = True) -> Phrase:
+    def argument(self, classes: str, role: str, depth: int,
+                 rel: bool = True) -> Phrase:
         """能充当主语或宾语的随机成分：城市、代词、人名或名词短语。
 
-        Anything that can fill a subject or object slot of a verb taking ``classes``.
+        Anything that can fill a subject or object slot of a verb taking
+        ``classes``.
         """
         r = self.rng.random()
         if "C" in classes and (r < 0.3 or classes == "C"):
@@ -339,7 +388,7 @@ class Grammar:
         return self.noun_phrase(classes.replace("C", ""), depth, rel)
 
     def quantity(self) -> int:
-        """随机的数量：多半是小数目，否则是 1 到 9 位数，常常是整数（如 305000）。
+        """随机的数量：多半是小数目，否则是 1 到 9 位数，常是整数（如 305000）。
 
         Small counts often; otherwise 1 to 9 digits, often round (305000).
         """
@@ -348,13 +397,14 @@ class Grammar:
             return rng.randint(1, 20)
         digits = rng.randint(2, 9)
         n = rng.randrange(10 ** (digits - 1), 10 ** digits)
-        if rng.random() < 0.6:                        # keep 1-3 significant digits
+        if rng.random() < 0.6:  # keep 1-3 significant digits
             unit = 10 ** max(digits - rng.randint(1, 3), 0)
             n = max(n // unit * unit, 1)
         return n
 
-    def noun_phrase(self, classes: str, depth: int, rel: bool = True,
-                    dets: tuple = ("the", "a", "num", "this", "poss")) -> Phrase:
+    def noun_phrase(
+            self, classes: str, depth: int, rel: bool = True,
+            dets: tuple = ("the", "a", "num", "this", "poss")) -> Phrase:
         """随机的名词短语：限定词、可选的形容词和话题，可能带一个关系从句。"""
         rng = self.rng
         noun = rng.choice(NOUNS_BY_CLASS[rng.choice(classes)])
@@ -364,19 +414,24 @@ class Grammar:
             det = "the"
         plural = rng.random() < 0.4 if det in ("the", "this", "poss") else False
         adj = rng.choice(ADJECTIVES) if rng.random() < 0.2 else None
-        topic = rng.choice(TOPICS) if noun.cls == "R" and rng.random() < 0.3 else None
+        topic = (rng.choice(TOPICS) if noun.cls == "R" and rng.random() < 0.3
+                 else None)
         n = self.quantity() if det == "num" else None
         owner = None
         if det == "poss":
-            owner = self.name() if rng.random() < 0.4 else rng.choice(list(PRONOUNS))
+            owner = (self.name() if rng.random() < 0.4
+                     else rng.choice(list(PRONOUNS)))
         phrase = render_np(noun, det, plural, adj, topic, n, owner)
         if det == "the" and rel and depth > 0 and rng.random() < self.rel_p:
             return add_relative(phrase, self.relative(phrase, depth - 1))
         return phrase
 
-    # --- clauses -------------------------------------------------------------------------
+    # --- clauses --------------------------------------------------------------
     def relative(self, head: Phrase, depth: int) -> Phrase:
-        """'that I bought yesterday' → 我 昨天 买 的 (the head noun follows in Chinese)."""
+        """'that I bought yesterday' → 我 昨天 买 的.
+
+        The head noun follows in Chinese.
+        """
         rng = self.rng
         who = "who" if head.cls == "P" else "that"
         tense = rng.choice(["past", "present"])
@@ -398,12 +453,14 @@ class Grammar:
         en_v, aux, v = verb_group(verb, tense, neg, subj, rel=True)
         time, place = self.adjuncts(tense, True, subj.cls)
         zh = subj.zh + time.zh + aux + place.zh + v
-        return Phrase([who] + subj.en + en_v + place.en + time.en, zh, depth=subj.depth)
+        return Phrase([who] + subj.en + en_v + place.en + time.en, zh,
+                      depth=subj.depth)
 
     def adjuncts(self, tense: str, allowed: bool, subj_cls: str):
         """可选的时间和地点状语：英文放在句末，中文放在动词前。
 
-        Optional time and place phrases: English puts them last, Chinese before the verb.
+        Optional time and place phrases: English puts them last, Chinese before
+        the verb.
         """
         rng, none = self.rng, Phrase([], [])
         if not allowed or tense == "progressive":
@@ -415,23 +472,29 @@ class Grammar:
             time = Phrase(list(en), list(zh))
         place = none
         if subj_cls in "PA" and rng.random() < 0.3:
-            where = self.city() if rng.random() < 0.3 else self.noun_phrase("B", 0, rel=False)
+            where = (self.city() if rng.random() < 0.3
+                     else self.noun_phrase("B", 0, rel=False))
             place = place_phrase(where)
         return time, place
     def subject(self, classes: str, depth: int) -> Phrase:
         """随机的主语（见 :meth:`argument`）。"""
         return self.argument(classes, "subj", depth)
 
-    def transitive(self, depth: int, tense: str | None = None, neg: bool | None = None) -> Phrase:
-        """S V O [place] [time] → S [time] [在 place] V [了] O; a relative clause on O sends the
-        English time phrase to the front (so that it cannot be read as part of the clause)."""
+    def transitive(self, depth: int, tense: str | None = None,
+                   neg: bool | None = None) -> Phrase:
+        """S V O [place] [time] → S [time] [在 place] V [了] O; a relative
+        clause on O sends the English time phrase to the front (so that it
+        cannot be read as part of the clause)."""
         rng = self.rng
         verb = rng.choice(VERBS)
-        tense = tense or rng.choices(["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
+        tense = tense or rng.choices(
+            ["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
         tense = "present" if verb.stative else tense
         if tense == "past" and verb.past == verb.base:
-            tense = "present" if rng.random() < 0.5 else "future"   # 'I read' could be either
-        neg = (rng.random() < 0.2 and tense != "progressive") if neg is None else neg
+            # 'I read' could be either
+            tense = "present" if rng.random() < 0.5 else "future"
+        neg = ((rng.random() < 0.2 and tense != "progressive")
+               if neg is None else neg)
         subj = self.subject(verb.subjects, depth)
         obj = self.argument(verb.objects, "obj", depth)
         time, place = self.adjuncts(tense, True, subj.cls)
@@ -441,17 +504,19 @@ class Grammar:
         """不及物动词的小句，带可选的时间和地点状语。"""
         rng = self.rng
         verb = rng.choice(INTRANSITIVE + [LIVE] * 4)
-        tense = rng.choices(["past", "present", "future", "progressive"], [4, 3, 2, 1])[0]
+        tense = rng.choices(["past", "present", "future", "progressive"],
+                            [4, 3, 2, 1])[0]
         if verb is LIVE and tense == "progressive":
             tense = "present"
         neg = rng.random() < 0.2 and tense != "progressive"
         subj = self.subject(verb.subjects, depth)
         en_v, aux, v = verb_group(verb, tense, neg, subj)
         time, place = self.adjuncts(tense, True, subj.cls)
-        if verb is LIVE:                                  # 住 在 北京: the place follows the verb
+        if verb is LIVE:  # 住 在 北京: the place follows the verb
             c = self.city()
             return Phrase(subj.en + en_v + ["in"] + c.en + time.en,
-                          subj.zh + time.zh + aux + v + ["在"] + c.zh, depth=subj.depth)
+                          subj.zh + time.zh + aux + v + ["在"] + c.zh,
+                          depth=subj.depth)
         return Phrase(subj.en + en_v + place.en + time.en,
                       subj.zh + time.zh + aux + place.zh + v, depth=subj.depth)
 
@@ -465,42 +530,57 @@ class Grammar:
         en_v, aux, v = verb_group(GIVE, tense, neg, subj)
         time, _ = self.adjuncts(tense, not thing.has_rel, "")
         return Phrase(subj.en + en_v + to.en + thing.en + time.en,
-                      subj.zh + time.zh + aux + v + to.zh + thing.zh, depth=max(subj.depth, thing.depth))
+                      subj.zh + time.zh + aux + v + to.zh + thing.zh,
+                      depth=max(subj.depth, thing.depth))
 
     def describe(self, depth: int) -> Phrase:
-        """X is (very / not) ADJ → X 很 / 非常 / 不 ADJ;  X is ADJer than Y → X 比 Y ADJ."""
+        """X is (very / not) ADJ → X 很 / 非常 / 不 ADJ.
+
+        X is ADJer than Y → X 比 Y ADJ.
+        """
         rng = self.rng
         cls = rng.choice("PATRVB")
-        subj = self.noun_phrase(cls, depth) if cls != "P" or rng.random() < 0.6 else self.name()
+        subj = (self.noun_phrase(cls, depth)
+                if cls != "P" or rng.random() < 0.6 else self.name())
         be = ["are"] if subj.plural else ["is"]
         en_adj, comp, zh_adj = rng.choice(ADJECTIVES)
         if comp and rng.random() < 0.5:
-            other = self.noun_phrase(cls, 0, rel=False) if cls != "P" else self.name()
+            other = (self.noun_phrase(cls, 0, rel=False) if cls != "P"
+                     else self.name())
             return Phrase(subj.en + be + [comp, "than"] + other.en,
-                          subj.zh + ["比"] + other.zh + zh_adj[:1], depth=subj.depth)
-        adv_en, adv_zh = rng.choice([([], "很"), (["very"], "非常"), (["not"], "不")])
-        return Phrase(subj.en + be + adv_en + [en_adj], subj.zh + [adv_zh] + zh_adj[:1], depth=subj.depth)
+                          subj.zh + ["比"] + other.zh + zh_adj[:1],
+                          depth=subj.depth)
+        adv_en, adv_zh = rng.choice([([], "很"), (["very"], "非常"),
+                                     (["not"], "不")])
+        return Phrase(subj.en + be + adv_en + [en_adj],
+                      subj.zh + [adv_zh] + zh_adj[:1], depth=subj.depth)
 
     def there_is(self, depth: int) -> Phrase:
         """there are N X in the B → B 里 有 N 量词 X."""
-        where = self.noun_phrase("B", 0, rel=False, dets=("the", "this", "poss"))
-        thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False, dets=("a", "num"))
+        where = self.noun_phrase("B", 0, rel=False,
+                                 dets=("the", "this", "poss"))
+        thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False,
+                                 dets=("a", "num"))
         be = "are" if thing.plural else "is"
-        return Phrase(["there", be] + thing.en + ["in"] + where.en, where.zh + ["里", "有"] + thing.zh)
+        return Phrase(["there", be] + thing.en + ["in"] + where.en,
+                      where.zh + ["里", "有"] + thing.zh)
 
     def want(self, depth: int) -> Phrase:
         """S wants to V O → S 想 V O."""
-        verb = self.rng.choice([v for v in VERBS if not v.stative and "P" in v.subjects])
+        verb = self.rng.choice([v for v in VERBS
+                                if not v.stative and "P" in v.subjects])
         subj = self.subject("P", depth)
         obj = self.argument(verb.objects, "obj", depth)
         third = subj.third and not subj.plural
         neg = self.rng.random() < 0.2
-        en_w = (["does" if third else "do", "not", "want"] if neg else ["wants" if third else "want"])
+        en_w = (["does" if third else "do", "not", "want"] if neg
+                else ["wants" if third else "want"])
         return Phrase(subj.en + en_w + ["to", verb.base] + obj.en,
-                      subj.zh + (["不"] if neg else []) + ["想", verb.zh] + obj.zh,
+                      subj.zh + (["不"] if neg else [])
+                      + ["想", verb.zh] + obj.zh,
                       depth=max(subj.depth, obj.depth))
 
-    # --- questions -----------------------------------------------------------------------
+    # --- questions ------------------------------------------------------------
     def _question_verb(self, verb: Verb, tense: str, subj: Phrase):
         third = subj.third and not subj.plural
         if tense == "past":
@@ -510,43 +590,55 @@ class Grammar:
         return ["does" if third else "do"], [verb.base], [], [verb.zh]
 
     def question(self, depth: int) -> Phrase:
-        """Yes/no (… 吗), what/who as object or subject, where, how many: the Chinese keeps the
-        statement's word order and puts 什么 / 谁 / 哪里 / 多少 where the answer would go."""
+        """Yes/no (… 吗), what/who as object or subject, where, how many: the
+        Chinese keeps the statement's word order and puts
+        什么 / 谁 / 哪里 / 多少 where the answer would go."""
         rng = self.rng
         kind = rng.choice(["yesno", "yesno", "what", "who", "where", "howmany"])
-        verb = rng.choice([v for v in VERBS if "P" in v.subjects or kind != "where"])
-        tense = "present" if verb.stative else rng.choice(["past", "present", "future"])
+        verb = rng.choice([v for v in VERBS
+                           if "P" in v.subjects or kind != "where"])
+        tense = ("present" if verb.stative
+                 else rng.choice(["past", "present", "future"]))
         if tense == "past" and verb.past == verb.base:
             tense = "future"
-        if kind == "who":                                  # who bought the car ?
+        if kind == "who":  # who bought the car ?
             obj = self.argument(verb.objects, "obj", depth)
-            en_v, aux, v = verb_group(verb, tense, False, Phrase(["who"], ["谁"]))
-            return Phrase(["who"] + en_v + obj.en, ["谁"] + aux + v + obj.zh, depth=obj.depth)
+            en_v, aux, v = verb_group(verb, tense, False,
+                                      Phrase(["who"], ["谁"]))
+            return Phrase(["who"] + en_v + obj.en, ["谁"] + aux + v + obj.zh,
+                          depth=obj.depth)
         subj = self.subject(verb.subjects if kind != "where" else "P", depth)
         en_aux, en_v, aux, v = self._question_verb(verb, tense, subj)
         if kind == "howmany":
-            cls = rng.choice([c for c in verb.objects if c in "ARFDVWT"] or ["T"])
+            cls = rng.choice([c for c in verb.objects if c in "ARFDVWT"]
+                             or ["T"])
             noun = rng.choice(NOUNS_BY_CLASS[cls])
-            return Phrase(["how", "many", noun.en_plural] + en_aux + subj.en + en_v,
-                          subj.zh + aux + v + ["多少", noun.measure] + list(noun.zh), depth=subj.depth)
+            return Phrase(
+                ["how", "many", noun.en_plural] + en_aux + subj.en + en_v,
+                subj.zh + aux + v + ["多少", noun.measure] + list(noun.zh),
+                depth=subj.depth)
         if kind == "what":
-            wh = (["who"], ["谁"]) if verb.objects.strip("C") == "P" else (["what"], ["什么"])
+            wh = ((["who"], ["谁"]) if verb.objects.strip("C") == "P"
+                  else (["what"], ["什么"]))
             time, place = self.adjuncts(tense, True, subj.cls)
             return Phrase(wh[0] + en_aux + subj.en + en_v + place.en + time.en,
-                          subj.zh + time.zh + aux + place.zh + v + wh[1], depth=subj.depth)
+                          subj.zh + time.zh + aux + place.zh + v + wh[1],
+                          depth=subj.depth)
         obj = self.argument(verb.objects, "obj", depth, rel=kind == "yesno")
         if kind == "where":
             return Phrase(["where"] + en_aux + subj.en + en_v + obj.en,
-                          subj.zh + aux + ["在", "哪里"] + v + obj.zh, depth=max(subj.depth, obj.depth))
+                          subj.zh + aux + ["在", "哪里"] + v + obj.zh,
+                          depth=max(subj.depth, obj.depth))
         time, place = self.adjuncts(tense, not obj.has_rel, subj.cls)
         return Phrase(en_aux + subj.en + en_v + obj.en + place.en + time.en,
                       subj.zh + time.zh + aux + place.zh + v + obj.zh + ["吗"],
                       depth=max(subj.depth, obj.depth))
 
-    # --- sentences -----------------------------------------------------------------------
+    # --- sentences ------------------------------------------------------------
     def clause(self, depth: int) -> Phrase:
         """按权重随机选一种句型，生成一个小句。"""
-        frames = [self.transitive, self.intransitive, self.give, self.describe, self.there_is, self.want]
+        frames = [self.transitive, self.intransitive, self.give, self.describe,
+                  self.there_is, self.want]
         return self.rng.choices(frames, [10, 3, 1, 2, 1, 1])[0](depth)
 
     def sentence(self):
@@ -561,8 +653,9 @@ class Grammar:
         elif r < self.question_p + self.coord_p:
             a, b = self.clause(depth), self.clause(depth)
             kind = rng.choice(["but", "and", "because"])
-            if kind == "because":                          # A because B → 因为 B ， 所以 A
-                en, zh = a.en + ["because"] + b.en, ["因为"] + b.zh + ["，", "所以"] + a.zh
+            if kind == "because":  # A because B → 因为 B ， 所以 A
+                en, zh = (a.en + ["because"] + b.en,
+                          ["因为"] + b.zh + ["，", "所以"] + a.zh)
             else:
                 en = a.en + [",", kind] + b.en
                 zh = a.zh + ["，", "但是" if kind == "but" else "而且"] + b.zh

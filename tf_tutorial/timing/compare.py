@@ -1,12 +1,14 @@
 """附录 A 的测量：本书的实现与 ``torch.nn`` 并排测速——注意力、完整训练步、解码。
 
-Each comparison runs its implementations in one process, with the same weights and inputs,
-in turns (:func:`~tf_tutorial.timing.clock.interleaved_medians`), and reports medians and
-ratios to a baseline. :func:`run_all` runs them all at the sizes of :data:`SIZES`; that is
-what ``python -m benchmarks`` calls, and ``--record`` commits its result under
-``book/records/`` for the appendix to render. Timings are printed and recorded, never asserted.
+Each comparison runs its implementations in one process, with the same weights
+and inputs, in turns (:func:`~tf_tutorial.timing.clock.interleaved_medians`),
+and reports medians and ratios to a baseline. :func:`run_all` runs them all at
+the sizes of :data:`SIZES`; that is what ``python -m benchmarks`` calls, and
+``--record`` commits its result under ``book/records/`` for the appendix to
+render. Timings are printed and recorded, never asserted.
 
-Shape legend: B batch, L length, D d_model, H heads, d_k = D / H, V vocabulary size.
+Shape legend: B batch, L length, D d_model, H heads, d_k = D / H, V vocabulary
+size.
 """
 from __future__ import annotations
 
@@ -26,16 +28,18 @@ from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.interop import from_torch
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, largest_tensor_bytes,
-                                      saved_activation_bytes)
+from tf_tutorial.timing.clock import (
+    describe_machine, interleaved_medians, largest_tensor_bytes,
+    saved_activation_bytes)
 
 
 class PackedQKVAttention(MultiHeadAttention):
-    """消融实验用：本书的多头注意力，只把自注意力的 Q、K、V 三个投影合成一次矩阵乘法。
+    """消融实验：本书的多头注意力，只把自注意力的 Q、K、V 投影合成一次矩阵乘法。
 
-    ``nn.MultiheadAttention`` packs the three (D, D) projections into one (3D, D) weight and
-    multiplies once; this class does the same with our weights, so that a benchmark can measure
-    what the packing alone changes. Self-attention only (query is key is value), no cache.
+    ``nn.MultiheadAttention`` packs the three (D, D) projections into one
+    (3D, D) weight and multiplies once; this class does the same with our
+    weights, so that a benchmark can measure what the packing alone changes.
+    Self-attention only (query is key is value), no cache.
     """
 
     def __init__(self, ours: MultiHeadAttention):
@@ -45,28 +49,37 @@ class PackedQKVAttention(MultiHeadAttention):
         self.w_qkv = nn.Linear(D, 3 * D, bias=bias).to(ours.w_q.weight)
         with torch.no_grad():
             parts = (ours.w_q, ours.w_k, ours.w_v)
-            self.w_qkv.weight.copy_(torch.cat([p.weight for p in parts]))    # (3D, D)
+            self.w_qkv.weight.copy_(
+                torch.cat([p.weight for p in parts]))  # (3D, D)
             if bias:
                 self.w_qkv.bias.copy_(torch.cat([p.bias for p in parts]))
         self.w_o = copy.deepcopy(ours.w_o)
         del self.w_q, self.w_k, self.w_v
 
-    def forward(self, query, key, value, mask=None, return_weights: bool = False, cache=None):
-        """自注意力，一次矩阵乘法得到 Q、K、V；其余与 :class:`MultiHeadAttention` 相同。"""
+    def forward(self, query, key, value, mask=None,
+                return_weights: bool = False, cache=None):
+        """自注意力，一次矩阵乘法得到 Q、K、V。
+
+        其余与 :class:`MultiHeadAttention` 相同。
+        """
         if not (query is key is value) or cache is not None or return_weights:
-            raise ValueError("PackedQKVAttention: expected self-attention (query is key is "
-                             "value) without cache or weights")
-        qkv = self.w_qkv(query).chunk(3, dim=-1)                             # 3 × (B, L, D)
-        q, k, v = (self.split_heads(t) for t in qkv)                          # (B, H, L, d_k)
+            raise ValueError("PackedQKVAttention: expected self-attention "
+                             "(query is key is value) without cache or weights")
+        qkv = self.w_qkv(query).chunk(3, dim=-1)      # 3 × (B, L, D)
+        q, k, v = (self.split_heads(t) for t in qkv)  # (B, H, L, d_k)
         if mask is not None:
             check_mask(mask, (query.shape[0], query.shape[1], query.shape[1]))
-            mask = mask[:, None] if mask.dim() == 3 else mask                 # (B, 1, L, L)
+            mask = mask[:, None] if mask.dim() == 3 else mask  # (B, 1, L, L)
         p = self.dropout if self.training else 0.0
-        return self.w_o(self.merge_heads(fused_attention(q, k, v, mask, dropout_p=p)))
+        return self.w_o(self.merge_heads(
+            fused_attention(q, k, v, mask, dropout_p=p)))
 
 
 def pack_self_attention(model: nn.Module) -> nn.Module:
-    """把模型每一层的自注意力换成 :class:`PackedQKVAttention`（同样的权重），返回模型本身。"""
+    """把模型每一层的自注意力换成 :class:`PackedQKVAttention`（同样的权重）。
+
+    返回模型本身。
+    """
     for layer in model.modules():
         attn = getattr(layer, "self_attn", None)
         if type(attn) is MultiHeadAttention:
@@ -74,47 +87,61 @@ def pack_self_attention(model: nn.Module) -> nn.Module:
     return model
 
 
-def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256, n_heads: int = 8,
-                      repeat: int = 20, device: str = "cpu",
+def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256,
+                      n_heads: int = 8, repeat: int = 20, device: str = "cpu",
                       packed: bool = False) -> dict[str, tuple[float, int]]:
-    """多头注意力前向 + 反向：本书的融合路径和参考路径，与同样权重的 ``nn.MultiheadAttention`` 并排。
+    """多头注意力前向 + 反向：本书的融合、参考路径与同样权重的 PyTorch 并排。
 
-    ``need_weights=False`` for PyTorch. ``packed=True`` adds the ablation "ours, packed QKV"
-    (:class:`PackedQKVAttention`). Returns ``{name: (median seconds, activation bytes kept
-    for backward)}``, PyTorch first.
+    ``need_weights=False`` for PyTorch. ``packed=True`` adds the ablation
+    "ours, packed QKV" (:class:`PackedQKVAttention`). Returns
+    ``{name: (median seconds, activation bytes kept for backward)}``, PyTorch
+    first.
     """
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
     fused, reference = from_torch(ref), from_torch(ref)
     reference.fused = False
     x = torch.randn(batch, length, d_model, device=device, requires_grad=True)
-    runs = {"nn.MultiheadAttention": lambda: ref(x, x, x, need_weights=False)[0],
+    runs = {"nn.MultiheadAttention":
+                lambda: ref(x, x, x, need_weights=False)[0],
             "ours, fused path": lambda: fused(x, x, x)}
     if packed:
-        runs["ours, packed QKV"] = lambda m=PackedQKVAttention(fused): m(x, x, x)
+        runs["ours, packed QKV"] = (
+            lambda m=PackedQKVAttention(fused): m(x, x, x))
     runs["ours, reference path"] = lambda: reference(x, x, x)
-    steps = {name: (lambda fn=fn: fn().sum().backward()) for name, fn in runs.items()}
+    steps = {name: (lambda fn=fn: fn().sum().backward())
+             for name, fn in runs.items()}
     times = interleaved_medians(steps, repeat=repeat, warmup=3)
-    return {name: (times[name], saved_activation_bytes(fn)) for name, fn in runs.items()}
+    return {name: (times[name], saved_activation_bytes(fn))
+            for name, fn in runs.items()}
 
 
-_ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention", "nn.Transformer": "nn.Transformer",
+_ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
+             "nn.Transformer": "nn.Transformer",
              "ours": "本书实现", "ours, fused path": "本书实现（融合路径）",
              "ours, reference path": "本书实现（参考路径）",
              "ours, packed QKV": "本书实现（融合路径，QKV 合成一次投影）",
              "KV cache": "KV 缓存", "recompute": "每步重算前缀",
-             "attention fwd+bwd": "注意力（前向 + 反向）", "decode greedy": "贪心解码",
+             "attention fwd+bwd": "注意力（前向 + 反向）",
+             "decode greedy": "贪心解码",
              "chapter-10 model": "第 10 章 CPU 模型的形状", "tiny": "极小模型",
-             "norm fwd+bwd": "归一化（前向 + 反向）", "ours, LayerNorm": "本书的 LayerNorm",
-             "ours, RMSNorm": "本书的 RMSNorm", "nn.LayerNorm": "nn.LayerNorm", "nn.RMSNorm": "nn.RMSNorm",
+             "norm fwd+bwd": "归一化（前向 + 反向）",
+             "ours, LayerNorm": "本书的 LayerNorm",
+             "ours, RMSNorm": "本书的 RMSNorm", "nn.LayerNorm": "nn.LayerNorm",
+             "nn.RMSNorm": "nn.RMSNorm",
              "attention paths (forward)": "注意力的三条路径（前向，因果）",
              "ours, tiled (flash)": "本书的分块实现（FlashAttention 的算法）"}
-_ZH_PATTERNS = [(r"^training step \((.+)\)$", r"训练步（\1）"), (r"bf16 autocast", "bf16 自动混合精度"),
-                (r"^decode beam (\d+)$", r"束搜索解码（k = \1）"), (r"^(\d+) tokens$", r"\1 个词元")]
+_ZH_PATTERNS = [(r"^training step \((.+)\)$", r"训练步（\1）"),
+                (r"bf16 autocast", "bf16 自动混合精度"),
+                (r"^decode beam (\d+)$", r"束搜索解码（k = \1）"),
+                (r"^(\d+) tokens$", r"\1 个词元")]
 
 
 def zh(name: str) -> str:
-    """测量记录里的英文名称（实现、测试、规模）在书中显示的中文标签；标识符保持原样。"""
+    """测量记录里的英文名称（实现、测试、规模）在书中显示的中文标签。
+
+    标识符保持原样。
+    """
     if name in _ZH_NAMES:
         return _ZH_NAMES[name]
     for pattern, repl in _ZH_PATTERNS:
@@ -123,88 +150,105 @@ def zh(name: str) -> str:
 
 
 def ratio_table(results: dict[str, tuple[float, int]]) -> str:
-    """把 :func:`compare_attention` 的结果排成表：时间、内存，以及两者相对 PyTorch 的比值。"""
+    """把 :func:`compare_attention` 排成表：时间、内存及相对 PyTorch 的比值。"""
     base_t, base_m = next(iter(results.values()))
-    lines = ["实现：毫秒，相对 PyTorch 的时间；保存的激活（MiB），相对 PyTorch 的内存"]
+    lines = ["实现：毫秒，相对 PyTorch 的时间；"
+             "保存的激活（MiB），相对 PyTorch 的内存"]
     for name, (t, m) in results.items():
         lines.append(f"{zh(name)}：{1e3 * t:.2f}，{t / base_t:.2f}×；"
                      f"{m / 2**20:.1f}，{m / base_m:.2f}×")
     return "\n".join(lines)
 
 
-def compare_decoding(d_model: int = 128, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
-                     vocab: int = 1000, batch: int = 8, src_len: int = 20, tokens: int = 64,
-                     beam_size: int = 4, repeat: int = 3, device: str = "cpu") -> dict:
-    """贪心解码和束搜索，带与不带 KV 缓存，轮流计时；未训练的模型一直写满 ``tokens`` 个词元。
+def compare_decoding(d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
+                     d_ff: int = 256, vocab: int = 1000, batch: int = 8,
+                     src_len: int = 20, tokens: int = 64, beam_size: int = 4,
+                     repeat: int = 3, device: str = "cpu") -> dict:
+    """贪心解码和束搜索，带与不带 KV 缓存，轮流计时。
+
+    未训练的模型一直写满 ``tokens`` 个词元。
 
     No EOS stops a sequence, so both sides do the same number of steps. Returns
-    ``{name: median seconds}`` plus ``"same_tokens"``: whether cached and recomputed decoding
-    produced identical outputs (they must).
+    ``{name: median seconds}`` plus ``"same_tokens"``: whether cached and
+    recomputed decoding produced identical outputs (they must).
     """
     torch.manual_seed(0)
-    cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff, dropout=0.0,
-                            max_len=max(tokens + 1, src_len) + 1)
+    cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff,
+                            dropout=0.0, max_len=max(tokens + 1, src_len) + 1)
     model = Transformer(cfg).to(device).eval()
     src = torch.randint(4, vocab, (batch, src_len), device=device)
-    kinds = {"greedy": lambda c: greedy_decode(model, src, eos_id=-1, max_len=tokens,
-                                               use_cache=c),
-             f"beam {beam_size}": lambda c: beam_search(model, src, beam_size, eos_id=-1,
-                                                        max_len=tokens, use_cache=c)}
-    runs = {f"{kind}, {'KV cache' if cached else 'recompute'}": (lambda fn=fn, c=cached: fn(c))
+    kinds = {"greedy": lambda c: greedy_decode(model, src, eos_id=-1,
+                                               max_len=tokens, use_cache=c),
+             f"beam {beam_size}":
+                 lambda c: beam_search(model, src, beam_size, eos_id=-1,
+                                       max_len=tokens, use_cache=c)}
+    runs = {f"{kind}, {'KV cache' if cached else 'recompute'}":
+                (lambda fn=fn, c=cached: fn(c))
             for kind, fn in kinds.items() for cached in (True, False)}
-    outputs = {name: fn() for name, fn in runs.items()}                      # also the warm-up
+    outputs = {name: fn() for name, fn in runs.items()}  # also the warm-up
     out: dict = interleaved_medians(runs, repeat=repeat, warmup=0)
-    out["same_tokens"] = all(torch.equal(outputs[f"{kind}, KV cache"], outputs[f"{kind}, recompute"])
+    out["same_tokens"] = all(torch.equal(outputs[f"{kind}, KV cache"],
+                                         outputs[f"{kind}, recompute"])
                              for kind in kinds)
     return out
 
 
 class TorchCoreTransformer(nn.Module):
-    """训练步的公平基准：本书的词向量、位置编码和输出层，中间换成 ``nn.Transformer``。
+    """训练步的公平基准：``nn.Transformer`` 加上本书的词向量、位置编码和输出层。
 
-    Only the encoder–decoder core differs from our :class:`~tf_tutorial.model.Transformer`.
+    Only the encoder–decoder core differs from our
+    :class:`~tf_tutorial.model.Transformer`.
     """
 
     def __init__(self, ours: Transformer):
         super().__init__()
         c = ours.config
-        twin = copy.deepcopy(ours)                     # same weights, but trained separately
-        self.config, self.src_embed, self.tgt_embed = c, twin.src_embed, twin.tgt_embed
+        twin = copy.deepcopy(ours)  # same weights, but trained separately
+        self.config, self.src_embed, self.tgt_embed = (
+            c, twin.src_embed, twin.tgt_embed)
         self.positions, self.out = twin.positions, twin.out
-        norm = (lambda: nn.LayerNorm(c.d_model)) if c.norm_first else (lambda: None)
-        layer = dict(d_model=c.d_model, nhead=c.n_heads, dim_feedforward=c.d_ff, dropout=c.dropout,
+        norm = ((lambda: nn.LayerNorm(c.d_model)) if c.norm_first
+                else (lambda: None))
+        layer = dict(d_model=c.d_model, nhead=c.n_heads,
+                     dim_feedforward=c.d_ff, dropout=c.dropout,
                      batch_first=True, norm_first=c.norm_first)
-        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer), c.n_layers, norm(),
+        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(**layer),
+                                    c.n_layers, norm(),
                                     enable_nested_tensor=False)
-        dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(**layer), c.n_layers, norm())
-        self.core = nn.Transformer(c.d_model, c.n_heads, batch_first=True, custom_encoder=enc,
-                                   custom_decoder=dec)
+        dec = nn.TransformerDecoder(nn.TransformerDecoderLayer(**layer),
+                                    c.n_layers, norm())
+        self.core = nn.Transformer(c.d_model, c.n_heads, batch_first=True,
+                                   custom_encoder=enc, custom_decoder=dec)
 
     def forward(self, src, tgt_in):
         """词元 (B, S) 和 (B, T) → 对数几率 (B, T, V)，与本书模型的接口相同。"""
         pad, T = self.config.pad_id, tgt_in.shape[1]
-        causal = torch.ones(T, T, dtype=torch.bool, device=tgt_in.device).triu(1)  # True = blocked
-        y = self.core(self.positions(self.src_embed(src)), self.positions(self.tgt_embed(tgt_in)),
+        causal = torch.ones(T, T, dtype=torch.bool,
+                            device=tgt_in.device).triu(1)  # True = blocked
+        y = self.core(self.positions(self.src_embed(src)),
+                      self.positions(self.tgt_embed(tgt_in)),
                       tgt_mask=causal, src_key_padding_mask=src == pad,
-                      tgt_key_padding_mask=tgt_in == pad, memory_key_padding_mask=src == pad,
-                      tgt_is_causal=True)
+                      tgt_key_padding_mask=tgt_in == pad,
+                      memory_key_padding_mask=src == pad, tgt_is_causal=True)
         return self.out(y)
 
 
-def compare_training_step(d_model: int = 128, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
-                          vocab: int = 1000, batch: int = 64, length: int = 24, repeat: int = 5,
-                          device: str = "cpu", amp_dtype=None, compile: bool = False,
-                          packed: bool = False) -> dict:
-    """一步 Adam 训练（前向、交叉熵、反向、更新）：本书的 ``Transformer`` 与 ``nn.Transformer`` 版本。
+def compare_training_step(d_model: int = 128, n_heads: int = 4,
+                          n_layers: int = 2, d_ff: int = 256, vocab: int = 1000,
+                          batch: int = 64, length: int = 24, repeat: int = 5,
+                          device: str = "cpu", amp_dtype=None,
+                          compile: bool = False, packed: bool = False) -> dict:
+    """一步 Adam 训练（前向、交叉熵、反向、更新）：本书与 ``nn.Transformer``。
 
-    Identical weights and batch. ``packed=True`` adds the ablation "ours, packed QKV": our
-    model with every self-attention's projections packed (:func:`pack_self_attention`).
-    Returns median seconds per step for each, and ``loss_gap``: the largest difference of a
-    first loss from PyTorch's (≈ 0 in float32: all compute the same function).
+    Identical weights and batch. ``packed=True`` adds the ablation
+    "ours, packed QKV": our model with every self-attention's projections
+    packed (:func:`pack_self_attention`). Returns median seconds per step for
+    each, and ``loss_gap``: the largest difference of a first loss from
+    PyTorch's (≈ 0 in float32: all compute the same function).
     """
     torch.manual_seed(0)
-    cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff, dropout=0.0,
-                            max_len=length + 1)
+    cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff,
+                            dropout=0.0, max_len=length + 1)
     ours = Transformer(cfg).to(device)
     ref = TorchCoreTransformer(ours).to(device)
     ours.encoder.load_state_dict(from_torch(ref.core.encoder).state_dict())
@@ -215,18 +259,19 @@ def compare_training_step(d_model: int = 128, n_heads: int = 4, n_layers: int = 
     g = torch.Generator().manual_seed(1)
     src = torch.randint(4, vocab, (batch, length), generator=g).to(device)
     tgt = torch.randint(4, vocab, (batch, length + 1), generator=g).to(device)
-    src[: batch // 4, length // 2:] = 0                       # some padding, as in real batches
+    src[: batch // 4, length // 2:] = 0  # some padding, as in real batches
     autocast = dict(device_type=torch.device(device).type, dtype=amp_dtype,
                     enabled=amp_dtype is not None)
     losses, steps = {}, {}
     for name, model in models.items():
         with torch.no_grad(), torch.autocast(**autocast):
             logits = model(src, tgt[:, :-1]).float()
-            losses[name] = nn.functional.cross_entropy(logits.flatten(0, 1),
-                                                       tgt[:, 1:].flatten()).item()
+            losses[name] = nn.functional.cross_entropy(
+                logits.flatten(0, 1), tgt[:, 1:].flatten()).item()
         steps[name] = _adam_step(model, src, tgt, autocast, compile)
     results = interleaved_medians(steps, repeat=repeat, warmup=2)
-    results["loss_gap"] = max(abs(v - losses["nn.Transformer"]) for v in losses.values())
+    results["loss_gap"] = max(abs(v - losses["nn.Transformer"])
+                              for v in losses.values())
     return results
 
 
@@ -237,63 +282,78 @@ def _adam_step(model, src, tgt, autocast: dict, compile: bool):
     def step():
         with torch.autocast(**autocast):
             logits = fwd(src, tgt[:, :-1])
-            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), tgt[:, 1:].flatten())
+            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1),
+                                               tgt[:, 1:].flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
     return step
 
 
-# The sizes of every comparison: "full" for the records and the appendix's discussion (attention
-# up to L = 1024; chapter 10's CPU model, about 2000 tokens a batch), "quick" for the tests.
+# The sizes of every comparison: "full" for the records and the appendix's
+# discussion (attention up to L = 1024; chapter 10's CPU model, about 2000
+# tokens a batch), "quick" for the tests.
 _CH10_MODEL = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, vocab=1000)
 _TINY_MODEL = dict(d_model=32, n_heads=2, n_layers=1, d_ff=64, vocab=1000)
 SIZES = {
-    "full": {"repeat": 21, "attention": dict(lengths=[64, 256, 1024], batch=8, d_model=256, n_heads=8),
+    "full": {"repeat": 21,
+             "attention": dict(lengths=[64, 256, 1024], batch=8, d_model=256,
+                               n_heads=8),
              "norm": dict(batch=32, length=256, d_model=512),
-             # chapter 12: forward only, one sequence; the tiled loop is slow in Python, so fewer repeats
-             "attention_paths": dict(lengths=[256, 1024, 4096], n_heads=4, d_k=32, block_size=64, repeat=3),
+             # chapter 12: forward only, one sequence; the tiled loop is slow in
+             # Python, so fewer repeats
+             "attention_paths": dict(lengths=[256, 1024, 4096], n_heads=4,
+                                     d_k=32, block_size=64, repeat=3),
              "training_step": dict(_CH10_MODEL, batch=80, length=24),
-             "decoding": dict(_CH10_MODEL, tokens=[16, 64], batch=8, src_len=20, beam_size=4)},
-    "quick": {"repeat": 2, "attention": dict(lengths=[32, 64, 128], batch=4, d_model=64, n_heads=4),
+             "decoding": dict(_CH10_MODEL, tokens=[16, 64], batch=8,
+                              src_len=20, beam_size=4)},
+    "quick": {"repeat": 2,
+              "attention": dict(lengths=[32, 64, 128], batch=4, d_model=64,
+                                n_heads=4),
               "norm": dict(batch=4, length=16, d_model=64),
-              "attention_paths": dict(lengths=[32, 64], n_heads=2, d_k=16, block_size=16, repeat=2),
+              "attention_paths": dict(lengths=[32, 64], n_heads=2, d_k=16,
+                                      block_size=16, repeat=2),
               "training_step": dict(_TINY_MODEL, batch=8, length=12),
-              "decoding": dict(_TINY_MODEL, tokens=[8, 16], batch=2, src_len=20, beam_size=2)},
+              "decoding": dict(_TINY_MODEL, tokens=[8, 16], batch=2,
+                               src_len=20, beam_size=2)},
 }
 
-METHOD = ("interleaved medians: within one comparison the implementations run in turns "
-          "(A, B, C, A, B, C, ...) after untimed warm-up runs, with the same weights and inputs; "
-          "each row is the median of `repeat` timed runs, its ratio is to the first "
-          "implementation of its group")
+METHOD = ("interleaved medians: within one comparison the implementations "
+          "run in turns (A, B, C, A, B, C, ...) after untimed warm-up runs, "
+          "with the same weights and inputs; each row is the median of "
+          "`repeat` timed runs, its ratio is to the first implementation of "
+          "its group")
 
 
 def _attention_rows(s: dict, repeat: int, device: str) -> list[dict]:
     rows = []
     for L in s["lengths"]:
-        r = compare_attention(s["batch"], L, s["d_model"], s["n_heads"], repeat, device,
-                              packed=True)
+        r = compare_attention(s["batch"], L, s["d_model"], s["n_heads"],
+                              repeat, device, packed=True)
         base_t, base_m = r["nn.MultiheadAttention"]
         for name, (t, m) in r.items():
-            rows.append({"benchmark": "attention fwd+bwd", "size": f"L={L}", "impl": name,
-                         "seconds": t, "ratio": t / base_t, "memory_bytes": m,
-                         "memory_ratio": m / base_m})
+            rows.append({"benchmark": "attention fwd+bwd", "size": f"L={L}",
+                         "impl": name, "seconds": t, "ratio": t / base_t,
+                         "memory_bytes": m, "memory_ratio": m / base_m})
     return rows
 
 
-def _training_rows(s: dict, repeat: int, device: str, quick: bool) -> list[dict]:
+def _training_rows(s: dict, repeat: int, device: str,
+                   quick: bool) -> list[dict]:
     variants = [("float32", None, False)]
     if torch.device(device).type == "cuda":
         variants += [("bf16 autocast", torch.bfloat16, False),
                      ("bf16 + torch.compile", torch.bfloat16, True)]
     rows = []
     for label, dtype, comp in variants:
-        r = compare_training_step(repeat=repeat, device=device, amp_dtype=dtype, compile=comp,
+        r = compare_training_step(repeat=repeat, device=device,
+                                  amp_dtype=dtype, compile=comp,
                                   packed=not comp, **s)
         for name in [k for k in r if k != "loss_gap"]:
             rows.append({"benchmark": f"training step ({label})",
-                         "size": "tiny" if quick else "chapter-10 model", "impl": name,
-                         "seconds": r[name], "ratio": r[name] / r["nn.Transformer"],
+                         "size": "tiny" if quick else "chapter-10 model",
+                         "impl": name, "seconds": r[name],
+                         "ratio": r[name] / r["nn.Transformer"],
                          "loss_gap": r["loss_gap"]})
     return rows
 
@@ -301,11 +361,13 @@ def _training_rows(s: dict, repeat: int, device: str, quick: bool) -> list[dict]
 def _decoding_rows(s: dict, repeat: int, device: str) -> list[dict]:
     rows = []
     for n in s["tokens"]:
-        dec = compare_decoding(**{**s, "tokens": n}, repeat=repeat, device=device)
+        dec = compare_decoding(**{**s, "tokens": n}, repeat=repeat,
+                               device=device)
         for kind in ("greedy", f"beam {s['beam_size']}"):
             base = dec[f"{kind}, recompute"]
             for how in ("recompute", "KV cache"):
-                rows.append({"benchmark": f"decode {kind}", "size": f"{n} tokens", "impl": how,
+                rows.append({"benchmark": f"decode {kind}",
+                             "size": f"{n} tokens", "impl": how,
                              "seconds": dec[f"{kind}, {how}"],
                              "ratio": dec[f"{kind}, {how}"] / base,
                              "same_tokens": dec["same_tokens"]})
@@ -313,24 +375,30 @@ def _decoding_rows(s: dict, repeat: int, device: str) -> list[dict]:
 
 
 def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
-    """Chapter 12: RMSNorm beside LayerNorm (ours and torch.nn), forward + backward."""
+    """Chapter 12: RMSNorm beside LayerNorm (ours and torch.nn),
+    forward + backward."""
     from tf_tutorial.norm import LayerNorm, RMSNorm
 
     D = s["d_model"]
-    x = torch.randn(s["batch"], s["length"], D, device=device, requires_grad=True)
+    x = torch.randn(s["batch"], s["length"], D, device=device,
+                    requires_grad=True)
     mods = {"nn.LayerNorm": nn.LayerNorm(D), "ours, LayerNorm": LayerNorm(D),
             "nn.RMSNorm": nn.RMSNorm(D, eps=1e-6), "ours, RMSNorm": RMSNorm(D)}
 
     def step(m):
         return lambda: m(x).sum().backward()
 
-    t = interleaved_medians({k: step(m.to(device)) for k, m in mods.items()}, repeat=repeat)
-    return [{"benchmark": "norm fwd+bwd", "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
-             "seconds": v, "ratio": v / t["nn.LayerNorm"]} for k, v in t.items()]
+    t = interleaved_medians({k: step(m.to(device)) for k, m in mods.items()},
+                            repeat=repeat)
+    return [{"benchmark": "norm fwd+bwd",
+             "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
+             "seconds": v, "ratio": v / t["nn.LayerNorm"]}
+            for k, v in t.items()]
 
 
 def _attention_path_rows(s: dict, device: str) -> list[dict]:
-    """Chapter 12: the three attention paths, forward only, causal: time and the largest tensor."""
+    """Chapter 12: the three attention paths, forward only, causal: time and
+    the largest tensor."""
     from tf_tutorial.attention import causal_mask, scaled_dot_product_attention
     from tf_tutorial.flash import flash_attention
 
@@ -339,33 +407,42 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
         q = torch.randn(1, s["n_heads"], L, s["d_k"], device=device)
         mask = causal_mask(L, device)
         fns = {"F.scaled_dot_product_attention":
-               lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True),
-               "ours, reference path": lambda: scaled_dot_product_attention(q, q, q, mask),
-               "ours, tiled (flash)": lambda: flash_attention(q, q, q, causal=True, block_size=s["block_size"])}
+                   lambda: torch.nn.functional.scaled_dot_product_attention(
+                       q, q, q, is_causal=True),
+               "ours, reference path":
+                   lambda: scaled_dot_product_attention(q, q, q, mask),
+               "ours, tiled (flash)":
+                   lambda: flash_attention(q, q, q, causal=True,
+                                           block_size=s["block_size"])}
         with torch.no_grad():
             t = interleaved_medians(fns, repeat=s["repeat"], warmup=1)
         for k, fn in fns.items():
-            rows.append({"benchmark": "attention paths (forward)", "size": f"L={L}", "impl": k,
-                         "seconds": t[k], "ratio": t[k] / t["F.scaled_dot_product_attention"],
+            rows.append({"benchmark": "attention paths (forward)",
+                         "size": f"L={L}", "impl": k, "seconds": t[k],
+                         "ratio": t[k] / t["F.scaled_dot_product_attention"],
                          "largest_tensor_bytes": largest_tensor_bytes(fn)})
     return rows
 
 
-def run_all(quick: bool = False, device: str = "cpu", repeat: int | None = None) -> dict:
+def run_all(quick: bool = False, device: str = "cpu",
+            repeat: int | None = None) -> dict:
     """所有比较，排成一张表的各行，连同机器、日期、方法和所用时间。
 
-    ``quick``: the small sizes of :data:`SIZES` (seconds; the test suite). A quick result is
-    marked ``"quick": True`` and may not be recorded (:func:`write_record`).
+    ``quick``: the small sizes of :data:`SIZES` (seconds; the test suite). A
+    quick result is marked ``"quick": True`` and may not be recorded
+    (:func:`write_record`).
     """
     sizes = SIZES["quick" if quick else "full"]
     rep = repeat or sizes["repeat"]
-    machine, start, load = describe_machine(device), time.perf_counter(), os.getloadavg()[0]
+    machine, start, load = (describe_machine(device), time.perf_counter(),
+                            os.getloadavg()[0])
     rows = (_attention_rows(sizes["attention"], rep, device)
             + _training_rows(sizes["training_step"], rep, device, quick)
             + _decoding_rows(sizes["decoding"], rep, device)
             + _norm_rows(sizes["norm"], rep, device)
             + _attention_path_rows(sizes["attention_paths"], device))
-    return {"what": "python -m benchmarks: this package beside torch.nn, side by side",
+    return {"what": ("python -m benchmarks: this package beside torch.nn, "
+                     "side by side"),
             "machine": machine, "quick": quick,
             "method": {"timing": METHOD, "repeat": rep,
                        **{k: v for k, v in sizes.items() if k != "repeat"}},
@@ -374,33 +451,42 @@ def run_all(quick: bool = False, device: str = "cpu", repeat: int | None = None)
 
 
 def to_markdown(result: dict) -> str:
-    """:func:`run_all` 的各行排成 Markdown 表（比值相对每组的基准），标签用中文。"""
+    """:func:`run_all` 的各行排成 Markdown 表（比值相对每组的基准）。
+
+    标签用中文。
+    """
     lines = [f"机器：{result['machine']['label']}", "",
-             "| 测试 | 规模 | 实现 | 毫秒 | 相对基准 | 保存的激活（MiB） | 最大的中间张量（MiB） |",
+             ("| 测试 | 规模 | 实现 | 毫秒 | 相对基准 "
+              "| 保存的激活（MiB） | 最大的中间张量（MiB） |"),
              "|---|---|---|---:|---:|---:|---:|"]
     for r in result["rows"]:
         mem = f"{r['memory_bytes'] / 2**20:.1f}" if "memory_bytes" in r else ""
-        big = f"{r['largest_tensor_bytes'] / 2**20:.2f}" if "largest_tensor_bytes" in r else ""
-        lines.append(f"| {zh(r['benchmark'])} | {zh(r['size'])} | {zh(r['impl'])} | "
-                     f"{1e3 * r['seconds']:.2f} | {r['ratio']:.2f}× | {mem} | {big} |")
+        big = (f"{r['largest_tensor_bytes'] / 2**20:.2f}"
+               if "largest_tensor_bytes" in r else "")
+        lines.append(f"| {zh(r['benchmark'])} | {zh(r['size'])} | "
+                     f"{zh(r['impl'])} | {1e3 * r['seconds']:.2f} | "
+                     f"{r['ratio']:.2f}× | {mem} | {big} |")
     return "\n".join(lines)
 
 
 def write(result: dict, out_dir) -> tuple[Path, Path]:
-    """把 :func:`run_all` 的结果写成 ``out_dir`` 下的 ``benchmarks.json`` 和 ``benchmarks.md``。"""
+    """把结果写成 ``out_dir`` 下的 ``benchmarks.json`` 和 ``benchmarks.md``。"""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "benchmarks.json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
-                                         encoding="utf-8")
-    (out / "benchmarks.md").write_text(to_markdown(result) + "\n", encoding="utf-8")
+    (out / "benchmarks.json").write_text(
+        json.dumps(result, ensure_ascii=False, indent=1), encoding="utf-8")
+    (out / "benchmarks.md").write_text(to_markdown(result) + "\n",
+                                       encoding="utf-8")
     return out / "benchmarks.json", out / "benchmarks.md"
 
 
 def write_record(result: dict, folder=None) -> Path:
-    """把完整尺寸的结果提交为书的记录 ``bench-<机器简称>.json``（附录 A 渲染它）。
+    """把完整尺寸的结果提交为书的记录 ``bench-<机器简称>.json``（附录 A 渲染）。
 
     Raises:
-        ValueError: the result is a quick run (:func:`~tf_tutorial.book.records.save_record`
-        refuses it: its sizes are not those the appendix discusses).
+        ValueError: the result is a quick run
+        (:func:`~tf_tutorial.book.records.save_record` refuses it: its sizes
+        are not those the appendix discusses).
     """
-    return save_record(f"bench-{result['machine']['slug']}.json", result, folder)
+    return save_record(f"bench-{result['machine']['slug']}.json", result,
+                       folder)
