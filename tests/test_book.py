@@ -236,12 +236,12 @@ def test_every_bibliography_entry_is_cited_and_every_citation_exists():
     assert bib - cited == set(), f"in references.bib but never cited: {bib - cited}"
 
 
-CODE_COLUMNS = 80  # what the content column shows at a 1400-pixel window (a CJK character is two)
+CODE_COLUMNS = 80  # what a code block shows at a 1280-pixel window (_static/book.css; a CJK character is two)
 
 
 def _display_width(line: str) -> int:
-    import unicodedata
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in line)
+    from tf_tutorial.book.notebook import display_width
+    return display_width(line)
 
 
 def _wide_code_lines(text: str) -> list[str]:
@@ -263,6 +263,55 @@ def test_code_cells_fit_the_content_column(md):
     wide = _wide_code_lines(md.read_text(encoding="utf-8"))
     assert not wide, (f"{md.name}: {len(wide)} code lines are wider than {CODE_COLUMNS} columns "
                       f"and run past the page's content column:\n" + "\n".join(wide[:10]))
+
+
+def _wide_output_lines(ipynb: Path) -> list[str]:
+    """Stored text outputs (printed lines, ``show(...)`` listings) wider than the code column."""
+    wide = []
+    cells = [c for c in nbformat.read(ipynb, as_version=4).cells if c.cell_type == "code"]
+    for n, cell in enumerate(cells, 1):
+        if "remove-output" in cell.metadata.get("tags", []):
+            continue
+        hidden_stderr = "remove-stderr" in cell.metadata.get("tags", [])
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/png" in data or (hidden_stderr and out.get("name") == "stderr"):
+                continue        # a figure, or a progress bar: not on the page as text
+            text = out.get("text") or data.get("text/plain", "")
+            for line in "".join(text).splitlines():
+                if _display_width(line) > CODE_COLUMNS:
+                    wide.append(f"code cell {n} ({_display_width(line)} columns): {line.strip()[:60]}")
+    return wide
+
+
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
+def test_printed_output_and_shown_code_fit_the_content_column(md):
+    """What a cell prints, and the package code ``show(...)`` lists, is read without sideways scrolling."""
+    ipynb = md.with_suffix(".ipynb")
+    if not ipynb.exists():
+        pytest.skip(f"{md.name} has no code")
+    wide = _wide_output_lines(ipynb)
+    assert not wide, (f"{md.name}: {len(wide)} output lines are wider than {CODE_COLUMNS} columns "
+                      f"(wrap the printed text, or the package line that show() lists):\n"
+                      + "\n".join(wide[:10]))
+
+
+def test_a_wide_output_line_is_caught(tmp_path):
+    def notebook(text, tags=()):
+        cell = nbformat.v4.new_code_cell("print(x)", metadata={"tags": list(tags)},
+                                         outputs=[nbformat.v4.new_output("stream", name="stdout", text=text)])
+        path = tmp_path / "nb.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=[cell]), path)
+        return path
+    assert not _wide_output_lines(notebook("x" * 80 + "\n" + "中" * 40))
+    assert _wide_output_lines(notebook("short\n" + "x" * 81))
+    assert _wide_output_lines(notebook("中" * 41))
+    assert not _wide_output_lines(notebook("x" * 81, tags=["remove-output"]))
+    listing = nbformat.v4.new_output("execute_result", execution_count=1, data={
+        "text/plain": "def f():\n    return " + "x" * 80, "text/html": "<pre>...</pre>"})
+    cell = nbformat.v4.new_code_cell("show(f)", outputs=[listing])
+    nbformat.write(nbformat.v4.new_notebook(cells=[cell]), tmp_path / "show.ipynb")
+    assert _wide_output_lines(tmp_path / "show.ipynb")        # a show() listing is checked too
 
 
 def test_a_wide_code_line_is_caught():

@@ -180,3 +180,48 @@ def test_every_symbol_of_the_notation_page_is_typeset(browser, served_book):
     assert not errors, f"MathJax could not typeset: {errors}"
     visible = browser.execute_script("return document.querySelector('main').innerText")
     assert "\\lvert" not in visible and "\\operatorname" not in visible
+
+
+SCROLLING_CODE = """
+    const wide = [];
+    for (const pre of document.querySelectorAll('main div.cell_input pre, main div.cell_output pre')) {
+      if (pre.scrollWidth > pre.clientWidth + 1) {
+        const line = pre.innerText.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+        wide.push(`${pre.scrollWidth} px > ${pre.clientWidth} px: ${line.trim().slice(0, 50)}`);
+      }
+    }
+    return wide;"""
+
+
+@pytest.mark.slow
+def test_no_code_block_scrolls_sideways_at_1280_pixels(browser, served_book):
+    """Every code cell, printed output and show() listing fits its column at a 1280-pixel window.
+
+    The 80-column limit of tests/test_book.py is only worth something if 80 columns fit:
+    _static/book.css sizes the code font so that they do.
+    """
+    browser.set_window_size(1280, 1000)
+    try:
+        wide, blocks = {}, 0
+        for doc in sync_book.toc_files():
+            browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
+            blocks += browser.execute_script(
+                "return document.querySelectorAll('main div.cell_input pre').length")
+            found = browser.execute_script(SCROLLING_CODE)
+            if found:
+                wide[doc.name] = found
+        # the measurement itself: an 80-column line fits, an 86-column one does not
+        browser.get(f"{served_book}/book/ch01_rnn.html")
+        fits = browser.execute_script("""
+            const pre = document.querySelector('main div.cell_input pre');
+            const keep = pre.innerHTML, out = [];
+            for (const n of [80, 86]) {
+              pre.textContent = 'x'.repeat(n); out.push(pre.scrollWidth <= pre.clientWidth + 1);
+            }
+            pre.innerHTML = keep;
+            return out;""")
+    finally:
+        browser.set_window_size(1280, 1600)
+    assert blocks > 100, f"only {blocks} code cells found: the selector no longer matches the theme"
+    assert fits == [True, False], f"80 columns fit, 86 do not: got {fits}"
+    assert not wide, f"code blocks that scroll sideways at 1280 pixels: {wide}"
