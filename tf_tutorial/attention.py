@@ -100,8 +100,9 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     maths, no weights.
 
     Same arguments as :func:`scaled_dot_product_attention`; returns only ``out``
-    (..., T, d_v), with fully masked query rows set to zero (the fused kernel
-    alone would give NaN there).
+    (..., T, d_v), with fully masked query rows set to zero (older PyTorch
+    versions gave NaN there, pytorch/pytorch#103963; the guard keeps them
+    right).
     """
     _check_inputs(q, k, v, mask)
     if mask is None:
