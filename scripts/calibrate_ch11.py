@@ -37,7 +37,7 @@ from tf_tutorial.timing.clock import machine_label
 from tf_tutorial.train import CONFIGS, train
 
 NAME = "ch11_budget.json"
-DECODER_ONLY_STEPS = 336          # about 55 s on the 2-core machine of the first calibration
+DECODER_ONLY_STEPS = 336          # about a minute on the book's 2-core machine
 SEEDS = (1, 2)                    # seed 0 is the chapter's own run
 
 
