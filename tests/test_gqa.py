@@ -310,3 +310,15 @@ def test_forward_errors():
         with pytest.raises(ValueError, match=r"mask of shape \(5, 5\) does not broadcast to the "
                                              r"scores' shape \(2, 5, 7\)"):
             gqa(x, mem, mem, causal_mask(T), return_weights=return_weights)
+
+
+def test_fused_attention_with_enable_gqa_equals_the_readable_path():
+    from tf_tutorial.attention import fused_attention, grouped_query_attention
+    g = torch.Generator().manual_seed(5)
+    q = torch.randn(2, 6, 5, 4, generator=g, dtype=torch.float64)
+    k, v = (torch.randn(2, 2, 7, 4, generator=g, dtype=torch.float64) for _ in range(2))
+    mask = torch.rand(2, 1, 5, 7, generator=g) > 0.4
+    mask[0, 0, 3] = False                                 # a query with no key
+    got = fused_attention(q, k, v, mask, enable_gqa=True)
+    assert torch.allclose(got, grouped_query_attention(q, k, v, mask), atol=1e-12)
+    assert torch.equal(got[0, :, 3], torch.zeros(6, 4, dtype=torch.float64))

@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  mask) -> None:
+                  mask, grouped: bool = False) -> None:
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
@@ -35,9 +35,10 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length S, but got "
                          f"k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if mask is not None:
-        check_mask(mask, (*torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]),
-                          q.shape[-2], k.shape[-2]))
+    if mask is not None:       # grouped: H_kv key heads serve H query heads
+        lead = (q.shape[:-2] if grouped
+                else torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+        check_mask(mask, (*lead, q.shape[-2], k.shape[-2]))
 
 
 def check_mask(mask: torch.Tensor, target: tuple) -> None:
@@ -93,7 +94,8 @@ def scaled_dot_product_attention(
 
 def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     mask: torch.Tensor | None = None,
-                    dropout_p: float = 0.0) -> torch.Tensor:
+                    dropout_p: float = 0.0,
+                    enable_gqa: bool = False) -> torch.Tensor:
     """缩放点积注意力的快速版本：调用 PyTorch 的融合内核，数学相同，不返回权重。
 
     The fast path: ``F.scaled_dot_product_attention`` (fused kernels), same
@@ -102,18 +104,21 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     Same arguments as :func:`scaled_dot_product_attention`; returns only ``out``
     (..., T, d_v), with fully masked query rows set to zero (older PyTorch
     versions gave NaN there, pytorch/pytorch#103963; the guard keeps them
-    right).
+    right). ``enable_gqa=True``: k, v have H_kv heads, each shared by H / H_kv
+    query heads (chapter 12; torch >= 2.5).
     """
-    _check_inputs(q, k, v, mask)
+    _check_inputs(q, k, v, mask, grouped=enable_gqa)
+    gqa = {"enable_gqa": True} if enable_gqa else {}
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p)
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p,
+                                              **gqa)
     if mask.dim() < 2:                 # the fused kernel wants (..., T, S)
         mask = mask.expand(q.shape[-2], k.shape[-2])
     has_key = mask.any(dim=-1, keepdim=True)                   # (..., T, 1)
     # let empty rows attend anywhere, then zero them below
     safe = mask | ~has_key
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=safe,
-                                         dropout_p=dropout_p)
+                                         dropout_p=dropout_p, **gqa)
     return out.masked_fill(~has_key, 0.0)
 
 

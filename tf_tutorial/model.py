@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -24,11 +25,7 @@ def require_positive_ints(obj, names) -> None:
     Raise ``ValueError`` naming the first of ``names`` on ``obj`` that is not an
     int ≥ 1.
     """
-    for name in names:
-        value = getattr(obj, name)
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, "
-                             f"but got {value!r}")
+    require_sizes(**{name: getattr(obj, name) for name in names})
 
 
 def check_shape(config, sizes) -> None:

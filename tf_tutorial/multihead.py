@@ -186,21 +186,6 @@ class MultiHeadAttention(nn.Module):
         return (out, weights) if return_weights else out
 
 
-def _fused_grouped(q, k, v, mask, dropout_p: float) -> torch.Tensor:
-    """``F.scaled_dot_product_attention(..., enable_gqa=True)``; empty rows →
-    zeros, as fused_attention."""
-    sdpa = nn.functional.scaled_dot_product_attention
-    if mask is None:
-        return sdpa(q, k, v, dropout_p=dropout_p, enable_gqa=True)
-    if mask.dim() < 2:                 # the fused kernel wants (..., T, S)
-        mask = mask.expand(q.shape[-2], k.shape[-2])
-    has_key = mask.any(dim=-1, keepdim=True)  # (B, 1, T, 1)
-    # let empty rows attend anywhere, then zero them below
-    safe = mask | ~has_key
-    return (sdpa(q, k, v, attn_mask=safe, dropout_p=dropout_p, enable_gqa=True)
-            .masked_fill(~has_key, 0.0))
-
-
 class GroupedQueryAttention(nn.Module):
     """分组查询注意力（GQA）：H 个查询头、H_kv 个键值头，KV 缓存小 H / H_kv 倍。
 
@@ -305,7 +290,8 @@ class GroupedQueryAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask,
                                                         dropout_p=p)
         else:
-            out, weights = _fused_grouped(q, k, v, mask, p), None
+            out, weights = fused_attention(q, k, v, mask, dropout_p=p,
+                                           enable_gqa=True), None
         B, _, T, _ = out.shape
         out = self.w_o(
             out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
