@@ -92,6 +92,39 @@ def test_layer_diagram_draws_every_box_without_missing_glyphs():
     plt.close(fig)
 
 
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_model_diagram_draws_the_configured_model(norm_first):
+    from tf_tutorial.model import TransformerConfig
+
+    cfg = TransformerConfig(1043, 1187, d_model=96, n_heads=3, n_layers=5,
+                            d_ff=200, norm_first=norm_first)
+    family = plotting.cjk_font()
+    with matplotlib.rc_context({"font.family": "sans-serif", "font.sans-serif": [family]}):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fig, ax = plt.subplots(figsize=(7.6, 8.2))
+            drawn = plotting.model_diagram(ax, cfg, title="完整的模型")
+            fig.canvas.draw()
+    assert not [w for w in caught if "Glyph" in str(w.message)]
+    texts = [t.get_text() for t in ax.texts]
+    # the configuration's own numbers, not the paper's defaults
+    assert texts.count("× 5 层") == 2
+    assert "(B, S, 96)" in texts and "(B, T, 1187)" in texts
+    assert any("1043" in t for t in texts)
+    assert any("96→200→96" in t for t in drawn["encoder"])
+    assert any("3 头" in t for t in drawn["encoder"])
+    # the decoder alone has cross-attention; the output layer is tied by default
+    assert sum("交叉注意力" in t for t in drawn["decoder"]) == 1
+    assert not any("交叉注意力" in t for t in drawn["encoder"])
+    assert "线性层 W_out（= E_y）" in drawn["decoder"]
+    # Post-LN: add & norm after each sub-layer; Pre-LN: a norm before it, and a final one
+    for side, n_sub in (("encoder", 2), ("decoder", 3)):
+        norms = [t for t in drawn[side] if "归一化" in t]
+        assert len(norms) == n_sub + norm_first
+        assert ("最后的层归一化" in norms) == norm_first
+    plt.close(fig)
+
+
 def test_notebook_figures_are_stored_at_twice_their_display_size():
     """Retina PNGs: sharp on a high-density screen, same size on the page (110 dpi's)."""
     import base64

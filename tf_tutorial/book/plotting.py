@@ -225,3 +225,149 @@ def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_
     ax.set_ylim(-gap - 0.6, y[-1] + height + gap + 0.2)
     ax.axis("off")
     ax.set_title(title)
+
+
+_SUBLAYER_COLOURS = {"self": "#dbe9f6", "cross": "#e5dbf6", "ffn": "#dff0d8"}
+_NORM_COLOUR = "#fde2cf"
+_EDGE_COLOUR = "#f3f3f3"
+
+
+def model_diagram(ax, config, *, title: str):
+    """画出整个编码器–解码器：两列层叠、记忆 Z 通往交叉注意力、形状用配置里的数。
+
+    Draw the whole encoder–decoder of a ``TransformerConfig`` (or anything with
+    its fields): the encoder column on the left, the decoder column on the
+    right, the memory Z entering every decoder layer's cross-attention, and
+    each step's output shape with the configuration's own numbers (D, H, N,
+    d_ff, vocabulary sizes). Post-LN draws "sub-layer, then add & norm" as in
+    the paper's figure 1; Pre-LN draws "norm, then sub-layer" and the stack's
+    final LayerNorm.
+
+    Returns the labels drawn, bottom to top, as ``{"encoder": [...],
+    "decoder": [...]}`` (the tests read them).
+    """
+    from matplotlib.patches import FancyBboxPatch, Rectangle
+
+    c = config
+    d, h, n, ff = c.d_model, c.n_heads, c.n_layers, c.d_ff
+    pre = bool(c.norm_first)
+    width, tall, short, gap = 3.0, 0.52, 0.34, 0.22
+    x_of = {"encoder": -2.1, "decoder": 2.1}
+    drawn = {"encoder": [], "decoder": []}
+    spans = {"encoder": [], "decoder": []}   # (bottom, top) of each box
+
+    def box(col, y, label, colour, height=tall, size=9):
+        x = x_of[col]
+        ax.add_patch(FancyBboxPatch((x - width / 2, y), width, height,
+                                    boxstyle="round,pad=0.03", fc=colour,
+                                    ec="0.35", lw=0.8))
+        ax.text(x, y + height / 2, label, ha="center", va="center",
+                fontsize=size)
+        drawn[col].append(label)
+        spans[col].append((y, y + height))
+        return y + height
+
+    def up(col, y0, y1, colour="0.3"):
+        ax.annotate("", xy=(x_of[col], y1), xytext=(x_of[col], y0),
+                    arrowprops=dict(arrowstyle="->", color=colour, lw=0.9))
+
+    def note(col, y, text):
+        side = -1 if col == "encoder" else 1
+        ax.text(x_of[col] + side * (width / 2 + 0.5), y, text,
+                ha="right" if side < 0 else "left", va="center",
+                fontsize=7.5, color="0.35")
+
+    def sublayer(col, y, label, kind, shape):
+        """One sub-layer with its residual: returns (top, y of its centre)."""
+        start = y
+        if pre:
+            y = box(col, y, "层归一化", _NORM_COLOUR, short, 8)
+            y += gap / 2
+            centre = y + tall / 2
+            y = box(col, y, label + "，相加", _SUBLAYER_COLOURS[kind])
+        else:
+            centre = y + tall / 2
+            y = box(col, y, label, _SUBLAYER_COLOURS[kind])
+            y += gap / 2
+            y = box(col, y, "相加并归一化", _NORM_COLOUR, short, 8)
+        note(col, centre, shape)
+        side = -1 if col == "encoder" else 1
+        xr = x_of[col] - side * (width / 2 + 0.18)   # residual on the inside
+        ax.plot([x_of[col], xr, xr], [start - gap / 2] * 2 + [y - short / 2],
+                color="C3", lw=0.9)
+        ax.annotate("", xy=(x_of[col] - side * width / 2, y - short / 2),
+                    xytext=(xr, y - short / 2),
+                    arrowprops=dict(arrowstyle="->", color="C3", lw=0.9))
+        return y + gap, centre
+
+    def stack(col, y, parts):
+        bottom = y - gap / 2
+        y += gap / 2
+        centres = {}
+        for label, kind, shape in parts:
+            y, centres[kind] = sublayer(col, y, label, kind, shape)
+        top = y - gap / 2
+        x = x_of[col]
+        ax.add_patch(Rectangle((x - width / 2 - 0.42, bottom), width + 0.84,
+                               top - bottom, fc=_EDGE_COLOUR, ec="0.5",
+                               lw=0.9, ls="--", zorder=-1))
+        side = -1 if col == "encoder" else 1
+        ax.text(x + side * (width / 2 + 0.42), top + 0.05, f"× {n} 层",
+                ha="right" if side < 0 else "left", va="bottom", fontsize=9)
+        if pre:
+            y = box(col, y + gap / 2, "最后的层归一化", _NORM_COLOUR, short, 8)
+            y += gap
+        else:
+            y = top + gap
+        return y, centres
+
+    # the encoder, bottom to top
+    ax.text(x_of["encoder"], -0.1, f"源句子 x：(B, S) 个编号，词表 "
+            f"{c.src_vocab_size}", ha="center", va="top", fontsize=8)
+    y = box("encoder", 0.3, "词向量 ×√D ＋ 位置编码", "#eeeeee")
+    up("encoder", 0.0, 0.3)
+    note("encoder", 0.3 + tall / 2, f"(B, S, {d})")
+    y, _ = stack("encoder", y + 0.55, [
+        (f"多头自注意力（{h} 头）", "self", f"(B, S, {d})"),
+        (f"前馈网络（{d}→{ff}→{d}）", "ffn", f"(B, S, {d})")])
+    enc_top = y - gap
+    ax.text((x_of["encoder"] - width / 2), enc_top + 0.85,
+            f"记忆 Z：(B, S, {d})", ha="left", va="bottom", fontsize=9,
+            color="C0")
+
+    # the decoder, bottom to top
+    ax.text(x_of["decoder"], -0.1, "右移的目标句 y_in：(B, T) 个编号，"
+            f"词表 {c.tgt_vocab_size}",
+            ha="center", va="top", fontsize=8)
+    y = box("decoder", 0.3, "词向量 ×√D ＋ 位置编码", "#eeeeee")
+    up("decoder", 0.0, 0.3)
+    note("decoder", 0.3 + tall / 2, f"(B, T, {d})")
+    y, centres = stack("decoder", y + 0.55, [
+        ("带掩码的多头自注意力", "self", f"(B, T, {d})"),
+        ("交叉注意力（Q 来自下方）", "cross", "K、V 来自 Z"),
+        (f"前馈网络（{d}→{ff}→{d}）", "ffn", f"(B, T, {d})")])
+    tied = c.share_embeddings or c.tie_output
+    y = box("decoder", y, "线性层 W_out" + ("（= E_y）" if tied else ""),
+            "#eeeeee")
+    note("decoder", y - tall / 2, f"(B, T, {c.tgt_vocab_size})")
+    y = box("decoder", y + gap, "softmax：下一个词元的分布", "#eeeeee", size=8)
+    top = y
+
+    # the data flow: an arrow from each box to the next one up
+    for col, extent in spans.items():
+        extent.sort()
+        for (_, low_top), (high_bottom, _) in zip(extent, extent[1:]):
+            up(col, low_top, high_bottom)
+
+    # the memory Z reaches the cross-attention of every decoder layer
+    zx, bend, zy = x_of["encoder"], 0.0, enc_top + 0.75
+    ax.plot([zx, zx, bend, bend], [enc_top, zy, zy, centres["cross"]],
+            color="C0", lw=1.2)
+    ax.annotate("", xy=(x_of["decoder"] - width / 2, centres["cross"]),
+                xytext=(bend, centres["cross"]),
+                arrowprops=dict(arrowstyle="->", color="C0", lw=1.2))
+    ax.set_xlim(-5.3, 5.6)
+    ax.set_ylim(-0.5, max(top, enc_top + 1.0) + 0.2)
+    ax.axis("off")
+    ax.set_title(title)
+    return drawn
