@@ -1,0 +1,156 @@
+"""The scripts that write the book's committed records, run end to end at toy size.
+
+``scripts/calibrate_cpu.py`` (chapter 10's calibration table), ``scripts/calibrate_ch11.py``
+(chapter 11's equal time) and ``scripts/ch12_variants.py`` (chapter 12's table) take minutes
+to an hour, so nobody runs them in passing, and a change to ``train`` or ``gpt`` could break
+them unseen. Here each runs with a tiny model on a tiny corpus, writes into a temporary folder,
+and its record must have the shape of the committed one, which the chapters render (nbval
+proves that): a script that drifted from its chapter fails here, not at the next calibration.
+"""
+import dataclasses
+import json
+
+import pytest
+
+from conftest import ROOT
+from scripts import calibrate_ch11, calibrate_cpu, ch12_variants
+from tf_tutorial.book import records
+from tf_tutorial.corpus.data import make_corpus
+from tf_tutorial.gpt import GPTConfig, continuation_vocab
+from tf_tutorial.train import CONFIGS
+
+COMMITTED = ROOT / "book" / "records"
+
+
+def tiny_corpus(n_train=300, seed=0):
+    return make_corpus(n_train, n_valid=20, n_test=20, n_longer=10, n_deeper=10, seed=seed)
+
+
+def shape(value):
+    """A record's structure: the keys of every object, the kind of every leaf."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return "list"
+    if value is None:
+        return None                     # an optional setting: matches any leaf
+    if isinstance(value, bool):
+        return "bool"
+    return "number" if isinstance(value, (int, float)) else type(value).__name__
+
+
+def assert_same_shape(got, want, where="record"):
+    if isinstance(want, dict) or isinstance(got, dict):
+        assert isinstance(got, dict) and isinstance(want, dict), f"{where}: {got!r} vs {want!r}"
+        assert got.keys() == want.keys(), (
+            f"{where}: keys {sorted(got.keys() - want.keys())} only in the script's record, "
+            f"{sorted(want.keys() - got.keys())} only in the committed one")
+        for key in want:
+            assert_same_shape(got[key], want[key], f"{where}[{key!r}]")
+    elif got is not None and want is not None:
+        assert got == want, f"{where}: {got} vs {want}"
+
+
+def committed(name):
+    return json.loads((COMMITTED / name).read_text(encoding="utf-8"))
+
+
+@pytest.fixture
+def tiny_ch11(monkeypatch, tmp_path):
+    """Chapter 11's setup at toy size; records are written to and read from ``tmp_path``."""
+    def setup():
+        cfg = dataclasses.replace(CONFIGS["tiny"], norm_first=True, warmup=2, steps=4)
+        corpus = tiny_corpus()
+        vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+        gpt_cfg = GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                            max_len=256, pad_id=vocab.pad_id, eos_id=vocab.eos_id,
+                            norm_first=True, positions="sinusoidal", activation="relu")
+        return cfg, corpus, vocab, gpt_cfg
+
+    def save(name, record, folder=None):
+        return records.save_record(name, record, tmp_path)
+
+    def load(name, folder=None):
+        return records.load_record(name, tmp_path)
+
+    for module in (calibrate_ch11, ch12_variants):
+        monkeypatch.setattr(module, "chapter_setup", setup)
+        monkeypatch.setattr(module, "save_record", save)
+    monkeypatch.setattr(ch12_variants, "load_record", load)
+    monkeypatch.setattr(calibrate_ch11, "DECODER_ONLY_STEPS", 3)
+    monkeypatch.setattr(calibrate_ch11, "SEEDS", (1,))
+    return tmp_path
+
+
+def test_calibrate_ch11_writes_the_record_chapter_11_reads(tiny_ch11, capsys):
+    assert calibrate_ch11.main(["--rounds", "1"]) == 0
+    record = json.loads((tiny_ch11 / calibrate_ch11.NAME).read_text(encoding="utf-8"))
+    want = shape(committed(calibrate_ch11.NAME))
+    # the committed record has seeds 1 and 2; this run trained seed 1 only
+    want["encoder_decoder_seeds"] = {"seed1": want["encoder_decoder_seeds"]["seed1"]}
+    assert_same_shape(shape(record), want)
+    assert record["steps"]["decoder_only"] == 3 and len(record["rounds"]) == 1
+    # the encoder-decoder's steps are the decoder-only model's, scaled by the speed ratio
+    per = record["seconds_per_step"]
+    expected = round(3 * per["decoder_only"] / per["encoder_decoder"])
+    assert abs(record["steps"]["encoder_decoder"] - expected) <= 1
+    assert "round 1:" in capsys.readouterr().out
+
+
+def test_calibrate_ch11_refuses_zero_rounds(tiny_ch11):
+    with pytest.raises(SystemExit):
+        calibrate_ch11.main(["--rounds", "0"])
+    assert not (tiny_ch11 / calibrate_ch11.NAME).exists()
+
+
+def test_ch12_variants_needs_a_matching_budget_and_writes_chapter_12s_record(tiny_ch11):
+    with pytest.raises(SystemExit, match="needs book/records/ch11_budget.json"):
+        ch12_variants.main(["--only", "base"])
+    assert calibrate_ch11.main(["--rounds", "1"]) == 0
+    assert ch12_variants.main(["--only", "base", "gqa2", "base_seed1"]) == 0
+    record = json.loads((tiny_ch11 / ch12_variants.NAME).read_text(encoding="utf-8"))
+    want = shape(committed(ch12_variants.NAME))
+    got = shape(record)
+    assert got.keys() == want.keys()
+    assert set(record["variants"]) == {"base", "gqa2", "base_seed1"}
+    # rows written before the script recorded each row's variant and seed lack those two keys;
+    # the seed rows have today's shape
+    today = want["variants"]["base_seed1"]
+    for name, row in got["variants"].items():
+        assert_same_shape(row, today, f"variants[{name!r}]")
+        assert want["variants"][name].keys() <= row.keys()    # what the chapter reads
+    assert record["variants"]["gqa2"]["config"]["n_kv_heads"] == 2
+    assert record["variants"]["base_seed1"]["seed"] == 1
+    assert record["steps"] == 3
+
+    # a budget from other settings is refused, not silently reused
+    budget = json.loads((tiny_ch11 / calibrate_ch11.NAME).read_text(encoding="utf-8"))
+    budget["gpt_config"]["d_model"] = 99
+    (tiny_ch11 / calibrate_ch11.NAME).write_text(json.dumps(budget), encoding="utf-8")
+    with pytest.raises(SystemExit, match="from other settings"):
+        ch12_variants.main(["--only", "base"])
+
+
+def test_calibrate_cpu_writes_chapter_10s_table_row_by_row(monkeypatch, tmp_path):
+    tiny = dataclasses.replace(CONFIGS["tiny"], n_train=300, steps=4, warmup=2,
+                               batch_size=16, batch_tokens=None, eval_every=10**6)
+    monkeypatch.setattr(calibrate_cpu, "BASE", tiny)
+    # every variant as it is, but 4 steps (the variants set their own step counts)
+    monkeypatch.setattr(calibrate_cpu, "VARIANTS", {
+        name: (label, {**overrides, "steps": 4, "warmup": 2})
+        for name, (label, overrides) in calibrate_cpu.VARIANTS.items()})
+    monkeypatch.setattr(calibrate_cpu, "make_corpus", lambda n, seed: tiny_corpus(n, seed))
+    out = tmp_path / "cpu_calibration.json"
+    assert calibrate_cpu.main(["--only", "base", "tok2000", "--out", str(out)]) == 0
+    assert calibrate_cpu.main(["--only", "ls0", "--out", str(out)]) == 0   # merges
+    record = json.loads(out.read_text(encoding="utf-8"))
+    want = shape(committed("cpu_calibration.json"))
+    got = shape(record)
+    assert got.keys() == want.keys()
+    assert list(record["runs"]) == ["base", "tok2000", "ls0"]          # the table's order
+    assert_same_shape(got["base"], want["base"], "base")
+    for name, row in got["runs"].items():
+        expected_row = dict(want["runs"][name], overrides=row["overrides"])  # its own overrides
+        assert_same_shape(row, expected_row, f"runs[{name!r}]")
+    assert record["runs"]["tok2000"]["overrides"]["batch_tokens"] == 2000
+    assert record["base"]["steps"] == 4
