@@ -142,3 +142,15 @@ def test_a_one_dimensional_key_mask_works_on_both_paths():
     got, _ = scaled_dot_product_attention(q, k, v, keep)
     assert torch.allclose(got, want)
     assert torch.allclose(fused_attention(q, k, v, keep), want, atol=1e-6)
+
+
+def test_readable_path_drops_attention_weights_and_rescales_the_rest():
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 6, dtype=torch.float64) for _ in range(3))
+    ref_out, ref_w = scaled_dot_product_attention(q, k, v)
+    torch.manual_seed(1)
+    out, w = scaled_dot_product_attention(q, k, v, dropout_p=0.5)
+    dropped = w == 0
+    assert dropped.any() and not dropped.all()
+    torch.testing.assert_close(w[~dropped], 2 * ref_w[~dropped])     # kept weights / (1 - p)
+    torch.testing.assert_close(out, w @ v)

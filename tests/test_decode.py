@@ -228,3 +228,38 @@ def test_decoding_leaves_the_model_in_the_mode_it_found(model, src, decode):
         model.eval()
     decode(model, src, max_len=3)
     assert not model.training
+
+
+def test_beam_search_reorders_the_cache_with_its_beams(model, src):
+    """Every surviving beam's score is the log-probability of its own tokens.
+
+    When beam search keeps a beam born from another parent, the cache rows, the lengths and
+    the finished flags must follow that parent; with a stale cache the next token is scored
+    against another beam's past, and its logp no longer equals recomputation's.
+    """
+    from tf_tutorial.decode import log_prob
+    trace = []
+    beam_search(model, src, 3, max_len=15, alpha=0.0, trace=trace)
+    final = trace[-1]
+    for b in range(src.shape[0]):
+        for j in range(3):
+            toks = final["tokens"][b][j]
+            ids = torch.tensor([toks])
+            # log_prob counts up to and including the first <eos>
+            assert log_prob(model, src[b:b + 1], ids).item() == pytest.approx(final["logp"][b][j], abs=1e-6)
+            length = toks.index(EOS) + 1 if EOS in toks else len(toks)
+            assert final["length"][b][j] == length
+
+
+def test_greedy_stops_when_every_sentence_has_ended_and_has_a_default_limit(model, src):
+    full = greedy_decode(model, src, max_len=30, eos_id=-1)           # never stops early
+    assert full.shape == (3, 30)
+    # an id that every row emits: decoding stops at the step where the last row emits it
+    common = set(full[0].tolist()) & set(full[1].tolist()) & set(full[2].tolist())
+    token = min(common, key=lambda t: max(row.tolist().index(t) for row in full))
+    stop = max(row.tolist().index(token) for row in full) + 1
+    early = greedy_decode(model, src, max_len=30, eos_id=token)
+    assert early.shape == (3, stop) and stop < 30
+    # no limit given: the source length (with its <eos>) + 20, within the model's positions
+    S = src.shape[1]
+    assert greedy_decode(model, src, eos_id=-1).shape[1] == min(S + 20, model.config.max_len - 1)

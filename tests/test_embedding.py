@@ -108,3 +108,22 @@ def test_token_embedding_sizes_are_named(args, pattern):
     from tf_tutorial.embedding import TokenEmbedding
     with pytest.raises(ValueError, match=pattern):
         TokenEmbedding(*args)
+
+
+def test_learned_positions_start_where_asked():
+    torch.manual_seed(0)
+    enc = LearnedPositionalEncoding(8, 20)
+    x = torch.randn(2, 4, 8)
+    assert torch.equal(enc(x, start=3), x + enc.table[3:7])
+    assert not torch.equal(enc(x, start=3), enc(x))
+
+
+def test_dropout_acts_on_the_sum_of_embeddings_and_positions():
+    import torch.nn.functional as F
+    pe = SinusoidalPositionalEncoding(8, 20, dropout=0.5).train()
+    x = torch.randn(2, 5, 8)
+    torch.manual_seed(1)
+    y = pe(x)
+    torch.manual_seed(1)
+    assert torch.equal(y, F.dropout(x + pe.pe[:5], 0.5, True))
+    assert torch.equal(pe.eval()(x), x + pe.pe[:5])

@@ -69,3 +69,11 @@ def test_bad_input():
         from_torch(weird)
     with pytest.raises(ValueError, match=r"mask of shape \(2, 1, 5\) does not broadcast"):
         EncoderLayer(D, H, FF)(torch.randn(B, S, D), torch.ones(B, 1, 5, dtype=torch.bool))
+
+
+def test_dropout_reaches_every_attention_of_a_layer():
+    from tf_tutorial.decoder import DecoderLayer
+    enc = EncoderLayer(8, 2, 16, dropout=0.3)
+    dec = DecoderLayer(8, 2, 16, dropout=0.3)
+    assert enc.self_attn.dropout == dec.self_attn.dropout == dec.cross_attn.dropout == 0.3
+    assert enc.ffn.dropout.p == enc.attn_block.dropout.p == 0.3

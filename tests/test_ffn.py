@@ -81,3 +81,21 @@ def test_feed_forward_sizes_are_named(args, pattern):
     for ffn in (PositionwiseFeedForward, SwiGLUFeedForward):
         with pytest.raises(ValueError, match=pattern):
             ffn(*args)
+
+
+def test_swiglu_is_its_formula():
+    torch.manual_seed(0)
+    g = SwiGLUFeedForward(6, 10).double()
+    x = torch.randn(2, 3, 6, dtype=torch.float64)
+    Wg, Wu, Wd = g.w_gate.weight, g.w_up.weight, g.w_down.weight
+    torch.testing.assert_close(g(x), (F.silu(x @ Wg.T) * (x @ Wu.T)) @ Wd.T)
+
+
+def test_dropout_sits_on_the_hidden_layer():
+    torch.manual_seed(0)
+    ffn = PositionwiseFeedForward(6, 10, dropout=0.5).double().train()
+    x = torch.randn(2, 3, 6, dtype=torch.float64)
+    torch.manual_seed(1)
+    y = ffn(x)
+    torch.manual_seed(1)
+    torch.testing.assert_close(y, ffn.w2(F.dropout(F.relu(ffn.w1(x)), 0.5, True)))

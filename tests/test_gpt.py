@@ -491,3 +491,20 @@ def test_a_vanishing_temperature_is_argmax_not_nan(T):
     assert not p.isnan().any()
     assert torch.equal(p, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
     assert torch.equal(sample(z, temperature=T), torch.tensor([0, 1]))
+
+
+def test_rms_switch_replaces_every_norm_and_post_ln_has_no_final_norm():
+    pre = GPT(GPTConfig(**SMALL, norm="rms", norm_first=True))
+    assert isinstance(pre.norm, RMSNorm)
+    for block in pre.blocks:
+        assert isinstance(block.attn_block.norm, RMSNorm) and isinstance(block.ffn_block.norm, RMSNorm)
+    post = GPT(GPTConfig(**SMALL, norm="rms", norm_first=False))
+    assert isinstance(post.norm, nn.Identity)     # Post-LN: the last sub-layer already normalised
+    assert isinstance(post.blocks[0].ffn_block.norm, RMSNorm)
+
+
+def test_batch_lengths_are_chapter_10s_source_and_target_lengths():
+    from tf_tutorial.gpt import batch_lengths, encode_continuation
+    vocab = continuation_vocab(Vocab(["i", "love", "china"]), Vocab(["我", "爱", "中国"]))
+    items = encode_continuation([(["i", "love", "china"], ["我", "爱", "中国"])], vocab)
+    assert batch_lengths(items) == [(3 + 1, 3 + 2)]     # English + <sep>; <bos> + Chinese + <eos>

@@ -80,3 +80,20 @@ def test_error_kinds():
     assert error_kind(ref, "我 昨天 在 图书馆 借 了 一 本 新 书 。") == "多词"
     assert error_kind(ref, "我 昨天 在 商店 借 了 一 本 书 。") == "错词"
     assert error_kind(ref, "我 在 商店 借 了 一 本 书 。") == "混合"
+
+
+def test_exact_match_is_the_whole_sentence_not_a_prefix():
+    assert exact_match(["我 爱"], ["我 爱 你"]) == 0.0
+    assert exact_match(["我 爱 你 们"], ["我 爱 你"]) == 0.0
+    assert exact_match(["我 爱 你", "我 爱"], ["我 爱 你", "我 爱 你"]) == 0.5
+
+
+def test_error_kinds():
+    from tf_tutorial.metrics import error_kind
+    assert error_kind("我 爱 你", "我 爱 你") == "无误"
+    assert error_kind("我 很 爱 你", "我 爱 你") == "漏词"
+    assert error_kind("我 爱 你", "我 很 爱 你") == "多词"
+    assert error_kind("我 爱 你", "我 我 爱 你") == "重复"          # the added token repeats its neighbour
+    assert error_kind("我 爱 你", "我 爱 你 你") == "重复"
+    assert error_kind("我 爱 你", "他 爱 你") == "错词"
+    assert error_kind("我 爱 你", "我 很 喜欢 你") == "混合"        # one token replaced by two

@@ -91,3 +91,11 @@ def test_bad_token_shapes():
         m(torch.ones(7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="same batch size"):
         m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))
+
+
+@pytest.mark.parametrize("name", ["bos_id", "eos_id"])
+def test_special_ids_may_not_be_the_padding_id(name):
+    with pytest.raises(ValueError, match=f"{name}=0 must be an id of the target vocabulary"):
+        TransformerConfig(10, 10, pad_id=0, **{name: 0})
+    with pytest.raises(ValueError, match=f"{name}=10 must be an id"):
+        TransformerConfig(10, 10, **{name: 10})

@@ -78,3 +78,11 @@ def test_norms_need_a_positive_width(d_model):
     for norm in (LayerNorm, RMSNorm):
         with pytest.raises(ValueError, match=f"d_model must be a positive integer, but got {d_model!r}"):
             norm(d_model)
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_eps_is_used_on_both_paths(fused):
+    torch.manual_seed(0)
+    x = torch.randn(3, 8, dtype=torch.float64) * 0.3      # variance near eps: eps matters
+    ours = LayerNorm(8, eps=0.5, fused=fused).double()
+    torch.testing.assert_close(ours(x), nn.LayerNorm(8, eps=0.5).double()(x))

@@ -92,3 +92,33 @@ def test_bad_input():
         warmup_schedule(torch.optim.SGD([nn.Parameter(torch.zeros(1))], lr=0.1), -1)
     assert isinstance(Encoder(D, 3, 48, 2, norm_first=True).norm, LayerNorm)  # Pre-LN: final norm
     assert isinstance(Encoder(D, 3, 48, 2, norm_first=False).norm, nn.Identity)
+
+
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post-ln", "pre-ln"])
+def test_dropout_is_on_the_sublayer_output_before_the_add(norm_first):
+    import torch.nn.functional as F
+    torch.manual_seed(0)
+    blk = SublayerConnection(8, dropout=0.5, norm_first=norm_first).double().train()
+    lin = nn.Linear(8, 8).double()
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    torch.manual_seed(1)
+    y = blk(x, lin)
+    torch.manual_seed(1)
+    if norm_first:
+        want = x + F.dropout(lin(blk.norm(x)), 0.5, True)
+    else:
+        want = blk.norm(x + F.dropout(lin(x), 0.5, True))
+    torch.testing.assert_close(y, want)
+
+
+def test_eps_reaches_every_norm_of_a_stack():
+    from tf_tutorial.residual import stack_norm
+    assert SublayerConnection(8, eps=0.1).norm.eps == 0.1
+    assert stack_norm(8, True, eps=0.1).eps == 0.1
+    torch.manual_seed(0)
+    ref = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True,
+                                                           layer_norm_eps=0.1, norm_first=True),
+                                2, norm=nn.LayerNorm(8, eps=0.1), enable_nested_tensor=False).double().eval()
+    ours = from_torch(ref).double().eval()
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    torch.testing.assert_close(ours(x), ref(x))

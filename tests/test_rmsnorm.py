@@ -75,7 +75,8 @@ def test_gradcheck_float64():
 
 
 def test_output_has_unit_root_mean_square_with_unit_weight():
-    x = 4 + 3 * torch.randn(B, L, D, dtype=F64)
+    gen = torch.Generator().manual_seed(0)     # unseeded, one draw in ~20 had a row mean < 0.5
+    x = 4 + 3 * torch.randn(B, L, D, dtype=F64, generator=gen)
     y = RMSNorm(D, eps=1e-12).double()(x)
     torch.testing.assert_close(y.pow(2).mean(-1).sqrt(), torch.ones(B, L, dtype=F64))
     assert (y.mean(-1).abs() > 0.5).all()           # the mean is not removed (LayerNorm's would be 0)

@@ -203,3 +203,13 @@ def test_bad_input():
         RotaryEmbedding(7)
     assert rope(x, start=11).shape == x.shape                                  # the last allowed start
     assert not math.isnan(rotate(x, torch.arange(5)).sum().item())
+
+
+def test_low_precision_rotates_in_float32_and_rounds_once():
+    """bf16 input: the rotation is computed in float32 and rounded once at the end, so it
+    equals rotating the float32 copy; at far positions bf16 maths would differ visibly."""
+    from tf_tutorial.rope import rotate
+    torch.manual_seed(0)
+    x = torch.randn(2, 50, 8).to(torch.bfloat16)
+    pos = torch.arange(1000, 1050)
+    assert torch.equal(rotate(x, pos), rotate(x.float(), pos).to(torch.bfloat16))

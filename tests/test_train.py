@@ -327,3 +327,59 @@ def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     assert main(["--resume", ckpt, "--steps", "6", "--out", str(out), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["steps"] == 6 and load_checkpoint(ckpt)["step"] == 6
+
+
+def test_train_passes_its_settings_to_every_step(corpus, monkeypatch):
+    """train() gives train_step the configuration's loss (padding ignored, its label
+    smoothing) and clip value, and counts the real target tokens of the batches it sends."""
+    import tf_tutorial.train as T
+    seen = []
+    original = T.train_step
+
+    def spy(model, src, tgt, opt, sched, loss_fn, scaler, amp=None, clip=1.0, forward=None):
+        seen.append((loss_fn, clip, int((tgt[:, 1:] != 0).sum())))
+        return original(model, src, tgt, opt, sched, loss_fn, scaler, amp, clip, forward)
+    monkeypatch.setattr(T, "train_step", spy)
+    cfg = dataclasses.replace(TINY, steps=3, label_smoothing=0.3, clip=0.25, eval_every=10**6)
+    history = train(cfg, corpus=corpus, progress=False).history
+    assert len(seen) == 3
+    for loss_fn, clip, _ in seen:
+        assert isinstance(loss_fn, nn.CrossEntropyLoss)
+        assert loss_fn.ignore_index == corpus.tgt_vocab.pad_id == 0
+        assert loss_fn.label_smoothing == 0.3 and clip == 0.25
+    assert history["tokens"] == sum(n for *_, n in seen)
+
+
+def test_the_optimizer_is_the_papers_and_the_schedule_scales():
+    from tf_tutorial.train import optimizer_and_schedule
+    cfg = CONFIGS["cpu"]
+    assert cfg.lr_scale != 1.0
+    opt, sched = optimizer_and_schedule(nn.Linear(2, 2), cfg)
+    assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
+    assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(1, cfg.d_model, cfg.warmup, cfg.lr_scale))
+    opt.step()
+    sched.step()
+    assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(2, cfg.d_model, cfg.warmup, cfg.lr_scale))
+
+
+def test_clipping_sees_unscaled_gradients_under_the_fp16_loss_scaler():
+    """With a GradScaler the gradients are scaled by 1024 until unscale_: clipping before it
+    would clip the scaled norm."""
+    norms = {}
+    original = nn.utils.clip_grad_norm_
+    for enabled in (False, True):
+        model, opt, sched = _setup()
+        src, tgt = _batch()
+
+        def spy(params, max_norm):
+            params = list(params)
+            norms[enabled] = torch.linalg.vector_norm(
+                torch.stack([p.grad.norm() for p in params])).item()
+            return original(params, max_norm)
+        nn.utils.clip_grad_norm_ = spy
+        try:
+            scaler = torch.amp.GradScaler("cpu", init_scale=1024.0, enabled=enabled)
+            train_step(model, src, tgt, opt, sched, LOSS, scaler, clip=0.01)
+        finally:
+            nn.utils.clip_grad_norm_ = original
+    assert norms[True] == pytest.approx(norms[False], rel=1e-4)

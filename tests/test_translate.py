@@ -83,11 +83,17 @@ def test_number_out_of_range(t, number):
 
 
 def test_translation_equals_greedy_on_normalised_ids(t):
-    want = reference(t, DOG)
-    assert len(want) >= 2                      # else joining could not be tested
-    assert t("The dog bites the man.") == "".join(want)
-    assert t("The dog bites the man.", tokens=True) == " ".join(want)
-    assert " " not in t("The dog bites the man.")
+    assert t("The dog bites the man.") == "".join(reference(t, DOG))
+    # joining needs an output of two tokens or more: a 20-step model's output length changes
+    # with any change to training, so take the first of several sentences that has one
+    candidates = [DOG, BOOKS, ["the", "man", "bites", "the", "dog", "."], ["the", "dog", "runs", "."],
+                  ["i", "love", "china", "."], ["i", "bought", "a", "book", "yesterday", "."]]
+    tokens, want = next(((c, w) for c in candidates if len(w := reference(t, c)) >= 2), (None, None))
+    assert tokens is not None, "no candidate sentence gives two output tokens"
+    text = " ".join(tokens)
+    assert t(text) == "".join(want)
+    assert t(text, tokens=True) == " ".join(want)
+    assert " " not in t(text)
     books = {t(s) for s in ("I bought 305000 books.", "I bought 305,000 books.",
                             "I bought three hundred and five thousand books .")}
     assert books == {"".join(reference(t, BOOKS))}
