@@ -76,9 +76,10 @@ def tiny_ch11(monkeypatch, tmp_path):
     for module in (calibrate_ch11, ch12_variants):
         monkeypatch.setattr(module, "chapter_setup", setup)
         monkeypatch.setattr(module, "save_record", save)
-    monkeypatch.setattr(ch12_variants, "load_record", load)
+    for module in (calibrate_ch11, ch12_variants):
+        monkeypatch.setattr(module, "load_record", load)
     monkeypatch.setattr(calibrate_ch11, "DECODER_ONLY_STEPS", 3)
-    monkeypatch.setattr(calibrate_ch11, "SEEDS", (1,))
+    monkeypatch.setattr(calibrate_ch11, "SEEDS", (0,))
     return tmp_path
 
 
@@ -86,15 +87,41 @@ def test_calibrate_ch11_writes_the_record_chapter_11_reads(tiny_ch11, capsys):
     assert calibrate_ch11.main(["--rounds", "1"]) == 0
     record = json.loads((tiny_ch11 / calibrate_ch11.NAME).read_text(encoding="utf-8"))
     want = shape(committed(calibrate_ch11.NAME))
-    # the committed record has seeds 1 and 2; this run trained seed 1 only
-    want["encoder_decoder_seeds"] = {"seed1": want["encoder_decoder_seeds"]["seed1"]}
+    # the committed record has seeds 0, 1 and 2; this run trained seed 0 only
+    want["encoder_decoder_seeds"] = {"seed0": want["encoder_decoder_seeds"]["seed0"]}
     assert_same_shape(shape(record), want)
     assert record["steps"]["decoder_only"] == 3 and len(record["rounds"]) == 1
+    # the seed's run: every step's loss, and its score at the decoder-only model's last step
+    run = record["encoder_decoder_seeds"]["seed0"]
+    assert len(run["loss"]) == record["steps"]["encoder_decoder"]
+    assert run["at_same_step"]["step"] == min(3, record["steps"]["encoder_decoder"])
+    assert run["splits"]["test"]["exact_match"] == run["exact_match"]
     # the encoder-decoder's steps are the decoder-only model's, scaled by the speed ratio
     per = record["seconds_per_step"]
     expected = round(3 * per["decoder_only"] / per["encoder_decoder"])
     assert abs(record["steps"]["encoder_decoder"] - expected) <= 1
     assert "round 1:" in capsys.readouterr().out
+
+
+def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch11, monkeypatch):
+    with pytest.raises(SystemExit, match="needs book/records/ch11_budget.json"):
+        calibrate_ch11.main(["--runs-only"])
+    assert calibrate_ch11.main(["--rounds", "1"]) == 0
+    path = tiny_ch11 / calibrate_ch11.NAME
+    first = json.loads(path.read_text(encoding="utf-8"))
+    first["steps"]["encoder_decoder"] = 5           # a timing that differs from a fresh one
+    path.write_text(json.dumps(first), encoding="utf-8")
+    monkeypatch.setattr(calibrate_ch11, "SEEDS", (0, 1))
+    assert calibrate_ch11.main(["--runs-only"]) == 0
+    again = json.loads(path.read_text(encoding="utf-8"))
+    assert again["rounds"] == first["rounds"] and again["date"] == first["date"]
+    assert set(again["encoder_decoder_seeds"]) == {"seed0", "seed1"}
+    assert all(len(r["loss"]) == 5 for r in again["encoder_decoder_seeds"].values())
+    # a record from other settings is refused
+    again["gpt_config"]["d_model"] = 99
+    path.write_text(json.dumps(again), encoding="utf-8")
+    with pytest.raises(SystemExit, match="from other settings"):
+        calibrate_ch11.main(["--runs-only"])
 
 
 def test_calibrate_ch11_refuses_zero_rounds(tiny_ch11):
