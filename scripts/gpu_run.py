@@ -175,7 +175,7 @@ def main(argv=None) -> dict:
         cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)
         corpus = make_corpus(cfg.n_train, n_valid=20, n_test=12, n_longer=4, n_deeper=4, seed=cfg.seed)
         small = corpus
-        args.compile_steps = 4
+        args.compile_steps = 2            # the first shape, then one recompile for the next
     else:
         if not torch.cuda.is_available():
             raise SystemExit("scripts.gpu_run needs a CUDA GPU (or --dry-run on a CPU)")
