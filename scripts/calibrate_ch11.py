@@ -71,7 +71,7 @@ def scores(model, pairs, corpus) -> dict:
 
 
 def encoder_decoder_run(cfg, corpus, steps: int, same: int, seed: int) -> dict:
-    """The encoder–decoder trained for ``steps`` steps with ``seed``, as chapter 11 shows it.
+    """The encoder–decoder trained for ``steps`` steps with ``seed`` on the CPU, as chapter 11 shows it.
 
     It stops at step ``same`` (the decoder-only model's last) to be scored on the test split,
     then resumes from its checkpoint to ``steps`` (chapter 10: the same run as one without the
@@ -79,10 +79,10 @@ def encoder_decoder_run(cfg, corpus, steps: int, same: int, seed: int) -> dict:
     """
     run_cfg = dataclasses.replace(cfg, steps=steps, seed=seed)
     with tempfile.TemporaryDirectory() as tmp:
-        early = train(run_cfg, corpus=corpus, out_dir=tmp, max_steps=min(same, steps),
+        early = train(run_cfg, corpus=corpus, device="cpu", out_dir=tmp, max_steps=same,
                       progress=False)
         at_same = scores(early.model, corpus.test, corpus)
-        run = train(run_cfg, corpus=corpus, out_dir=tmp, progress=False,
+        run = train(run_cfg, corpus=corpus, device="cpu", out_dir=tmp, progress=False,
                     resume=str(Path(tmp) / "checkpoint.pt"))
     splits = {k: scores(run.model, getattr(corpus, k), corpus) for k in SPLITS}
     h = run.history
@@ -94,10 +94,14 @@ def encoder_decoder_run(cfg, corpus, steps: int, same: int, seed: int) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.calibrate_ch11",
                                 description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=3, help="interleaved timing rounds (odd: a median)")
+    p.add_argument("--rounds", type=int, default=None,
+                   help="interleaved timing rounds (odd: a median; default 3)")
     p.add_argument("--runs-only", action="store_true",
                    help="keep the committed record's timing and step counts; redo the seeds' runs")
     args = p.parse_args(argv)
+    if args.runs_only and args.rounds is not None:
+        p.error("--rounds times the models; --runs-only keeps the record's timing: give one of them")
+    args.rounds = 3 if args.rounds is None else args.rounds
     if args.rounds < 1:
         p.error(f"--rounds must be at least 1, but got {args.rounds}")
     cfg, corpus, vocab, gpt_cfg = chapter_setup()
@@ -113,7 +117,7 @@ def main(argv=None) -> int:
             raise SystemExit(f"book/records/{NAME} is from other settings: run without --runs-only")
         record["encoder_decoder_seeds"] = seed_runs(cfg, corpus, record["steps"]["encoder_decoder"],
                                                     steps)
-        record["runs_date"] = _now()
+        record.update(runs_date=_now(), runs_machine=machine_label(), runs_torch=torch.__version__)
         path = save_record(NAME, record)
         print(f"wrote {path}: the seeds' runs, with the timing of {record['date'][:10]}")
         return 0
@@ -124,7 +128,7 @@ def main(argv=None) -> int:
         torch.manual_seed(cfg.seed)
         gpt = train_continuation(GPT(gpt_cfg), vocab, corpus.train,
                                  dataclasses.replace(cfg, steps=steps), progress=False).history
-        ed = train(ed_cfg, corpus=corpus, progress=False, max_steps=steps).history
+        ed = train(ed_cfg, corpus=corpus, device="cpu", progress=False, max_steps=steps).history
         rounds.append({"decoder_only": round(gpt["seconds"], 2), "encoder_decoder": round(ed["seconds"], 2)})
         print(f"round {r + 1}: {rounds[-1]} s for {steps} steps", flush=True)
     per_step = {k: statistics.median(x[k] for x in rounds) / steps for k in rounds[0]}
@@ -133,7 +137,8 @@ def main(argv=None) -> int:
 
     seeds = seed_runs(cfg, corpus, ed_steps, steps)
     now = _now()
-    record = {"machine": machine_label(), "torch": torch.__version__, "date": now, "runs_date": now,
+    record = {"machine": machine_label(), "torch": torch.__version__, "date": now,
+              "runs_machine": machine_label(), "runs_torch": torch.__version__, "runs_date": now,
               "method": (f"the decoder-only model and the encoder–decoder each trained for {steps} "
                          f"steps on the same batches, {args.rounds} interleaved rounds, "
                          f"{torch.get_num_threads()} threads, nothing else running; the median "

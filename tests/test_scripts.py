@@ -17,7 +17,7 @@ from scripts import calibrate_ch11, calibrate_cpu, ch12_variants
 from tf_tutorial.book import records
 from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.gpt import GPTConfig, continuation_vocab
-from tf_tutorial.train import CONFIGS
+from tf_tutorial.train import CONFIGS, train
 
 COMMITTED = ROOT / "book" / "records"
 
@@ -103,6 +103,24 @@ def test_calibrate_ch11_writes_the_record_chapter_11_reads(tiny_ch11, capsys):
     assert "round 1:" in capsys.readouterr().out
 
 
+def test_the_committed_record_holds_every_seed_the_script_trains():
+    seeds = committed(calibrate_ch11.NAME)["encoder_decoder_seeds"]
+    assert set(seeds) == {f"seed{s}" for s in calibrate_ch11.SEEDS} and "seed0" in seeds
+
+
+def test_a_seed_run_with_its_stop_and_resume_is_one_straight_run():
+    """What the chapter shows from the record is the run it would have trained itself."""
+    cfg = dataclasses.replace(CONFIGS["tiny"], norm_first=True, warmup=2, steps=6)
+    corpus = tiny_corpus()
+    run = calibrate_ch11.encoder_decoder_run(cfg, corpus, steps=6, same=3, seed=1)
+    straight = train(dataclasses.replace(cfg, seed=1), corpus=corpus, device="cpu", progress=False)
+    assert run["loss"] == [round(x, 5) for x in straight.history["loss"]]
+    assert run["splits"]["test"] == calibrate_ch11.scores(straight.model, corpus.test, corpus)
+    early = train(dataclasses.replace(cfg, seed=1), corpus=corpus, device="cpu", max_steps=3,
+                  progress=False)
+    assert run["at_same_step"] == {"step": 3, **calibrate_ch11.scores(early.model, corpus.test, corpus)}
+
+
 def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch11, monkeypatch):
     with pytest.raises(SystemExit, match="needs book/records/ch11_budget.json"):
         calibrate_ch11.main(["--runs-only"])
@@ -114,12 +132,26 @@ def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch1
     monkeypatch.setattr(calibrate_ch11, "SEEDS", (0, 1))
     assert calibrate_ch11.main(["--runs-only"]) == 0
     again = json.loads(path.read_text(encoding="utf-8"))
-    assert again["rounds"] == first["rounds"] and again["date"] == first["date"]
+    for key in ("rounds", "date", "machine", "torch", "seconds_per_step"):
+        assert again[key] == first[key], key                  # the timing is kept
+    assert again["runs_date"] >= first["runs_date"] and again["runs_machine"]
     assert set(again["encoder_decoder_seeds"]) == {"seed0", "seed1"}
     assert all(len(r["loss"]) == 5 for r in again["encoder_decoder_seeds"].values())
-    # a record from other settings is refused
-    again["gpt_config"]["d_model"] = 99
-    path.write_text(json.dumps(again), encoding="utf-8")
+    with pytest.raises(SystemExit):                          # timing and no timing at once
+        calibrate_ch11.main(["--runs-only", "--rounds", "3"])
+
+
+@pytest.mark.parametrize("change", [
+    lambda r: r["gpt_config"].update(d_model=99),
+    lambda r: r["train_config"].update(lr_scale=0.5),
+    lambda r: r["steps"].update(decoder_only=4),
+], ids=["gpt_config", "train_config", "decoder_only_steps"])
+def test_calibrate_ch11_runs_only_refuses_a_record_from_other_settings(tiny_ch11, change):
+    assert calibrate_ch11.main(["--rounds", "1"]) == 0
+    path = tiny_ch11 / calibrate_ch11.NAME
+    record = json.loads(path.read_text(encoding="utf-8"))
+    change(record)
+    path.write_text(json.dumps(record), encoding="utf-8")
     with pytest.raises(SystemExit, match="from other settings"):
         calibrate_ch11.main(["--runs-only"])
 
