@@ -1,0 +1,93 @@
+"""Chapter 11 away from its records (Colab), at toy size.
+
+With ``book/records/ch11_budget.json`` present (here, and in nbval) the chapter trains only the
+decoder-only model and reads the encoder–decoder's runs from the record; without it (a Colab
+runtime: the pip-installed package carries no records) it trains both for the same time. nbval
+never takes that second branch, so this test runs the chapter's own cells of section 11.3, from
+the training to the generation cost, with a tiny configuration and no record.
+"""
+import dataclasses
+import warnings
+
+import jupytext
+import pytest
+
+from conftest import ROOT
+
+CELLS = {  # a line that marks each cell of the chapter this test runs, in order
+    "imports": "from tf_tutorial.book.records import load_record",
+    "train": "gpt_run = train_continuation(gpt, vocab, corpus.train, gpt_train_cfg,",
+    "figure": "def smooth(v, w=15):",
+    "scores": "gpt_ev = {k: evaluate_continuation(gpt, vocab, v)",
+    "claims": 'variants = load_record("ch12_variants.json")',
+    "counting": "def counting_attention():",
+    "cost": "def ed_first_token():",
+}
+
+
+def chapter_cells() -> dict:
+    cells = [c.source for c in jupytext.read(ROOT / "book" / "ch11_decoder_only.md").cells
+             if c.cell_type == "code"]
+    found = {}
+    for name, marker in CELLS.items():
+        hits = [src for src in cells if marker in src]
+        assert len(hits) == 1, f"chapter 11: {len(hits)} code cells contain {marker!r}, expected 1"
+        found[name] = hits[0]
+    return found
+
+
+@pytest.fixture(scope="module")
+def section():
+    cells = chapter_cells()
+    ns: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # plt.show() on Agg
+        exec(cells["imports"], ns)
+        exec("""
+from tf_tutorial.corpus.data import make_corpus
+# the chapter's layer counts (2 + 2 against 5: its cost cell checks formulas with them), tiny widths
+cfg = dataclasses.replace(CONFIGS["tiny"], d_model=16, d_ff=32, n_layers=2, norm_first=True,
+                          warmup=2, steps=40)
+corpus = make_corpus(300, n_valid=20, n_test=20, n_longer=10, n_deeper=10, seed=0)
+src_vocab, tgt_vocab = corpus.src_vocab, corpus.tgt_vocab
+vocab = continuation_vocab(src_vocab, tgt_vocab)
+gpt_cfg = GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=5, d_ff=32, max_len=256,
+                    pad_id=vocab.pad_id, eos_id=vocab.eos_id, norm_first=True,
+                    positions="sinusoidal", activation="relu")
+torch.manual_seed(cfg.seed)
+gpt = GPT(gpt_cfg)
+ed = Transformer(cfg.model_config(corpus))
+n_gpt, n_ed = count_parameters(gpt), count_parameters(ed)
+device = torch.device("cpu")
+budget = None                      # what the chapter's budget cell finds on Colab
+gpt_train_cfg = dataclasses.replace(cfg, steps=20)   # the figure smooths over 15 steps
+ed_cfg = cfg
+""", ns)
+        for name in ("train", "figure", "scores", "claims", "counting", "cost"):
+            exec(cells[name], ns)
+    return ns
+
+
+def test_without_a_record_both_models_train_here_for_the_same_time(section):
+    gpt_hist, ed_hist = section["gpt_hist"], section["ed_hist"]
+    assert gpt_hist["step"][-1] == 20 == section["same"]
+    # the encoder-decoder trained live, past the decoder-only model's last step (where it was
+    # scored) and on until its time was up (at most its configuration's steps)
+    assert len(ed_hist["loss"]) == ed_hist["step"][-1]
+    assert 20 <= ed_hist["step"][-1] <= 40
+    assert section["ed_early"].history["step"][-1] == 20
+    # the curve and the table show the resumed run, which carries the first 20 steps on
+    assert ed_hist is section["ed_run"].history and ed_hist["step"][:20] == list(range(1, 21))
+
+
+def test_without_a_record_the_scores_and_the_cost_count_come_from_this_run(section):
+    splits = section["splits"]
+    assert set(section["ed_ev"]) == set(section["gpt_ev"]) == set(splits)
+    for ev in (section["ed_ev"], section["gpt_ev"]):
+        assert all(0 <= ev[k]["exact_match"] <= 1 for k in splits)
+    assert 0 <= section["ed_at_same"]["exact_match"] <= 1
+    assert section["T_ed"] == section["T_gpt"] == section["T"]
+    # the decoder-only model reads the prompt in all 5 layers, the encoder-decoder in 2
+    assert section["attn_gpt"] > section["attn_ed"]
+    # the three-seed verdict needs the records: without them it is left out, the one-run gap is not
+    assert "ed_em" not in section and "gap" in section
