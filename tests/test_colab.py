@@ -3,8 +3,8 @@
 A fresh virtual environment stands in for a Colab runtime: it has torch and a Jupyter kernel,
 but not ``tf_tutorial`` nor the book's other dependencies. Colab's torch comes preinstalled, so
 the runtime's torch and kernel (with everything they require) are this environment's, linked
-in read-only through a ``.pth`` file instead of being installed again (a 700 MB wheel: about
-half a minute). A chapter's first cell must install
+in read-only through a ``.pth`` file instead of being installed again (a 190 MB wheel that
+unpacks to 750 MB: about half a minute here). A chapter's first cell must install
 the package (here from a copy of this checkout, through ``TF_TUTORIAL_SOURCE``) together with
 what it needs, and then the chapter must run top to bottom. Every chapter opens with the same
 install cell (``tests/test_book.py`` checks it), so one quick chapter stands for all: chapter 5
@@ -20,11 +20,11 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from importlib import metadata
 from pathlib import Path
 
 import nbformat
 import pytest
-from importlib import metadata
 from packaging.requirements import Requirement
 
 from conftest import ROOT
