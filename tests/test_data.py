@@ -1,4 +1,7 @@
 """Corpus splits, vocabulary and batching."""
+import hashlib
+import json
+
 import pytest
 import torch
 
@@ -43,6 +46,24 @@ def test_corpus_is_deterministic_from_seed(corpus):
     again = make_corpus(n_train=3000, n_valid=200, n_test=200, n_longer=60, n_deeper=50, seed=4)
     assert again.train == corpus.train and again.longer == corpus.longer and again.deeper == corpus.deeper
     assert make_corpus(n_train=3000, n_valid=200, n_test=200, n_longer=60, n_deeper=50, seed=5).test != corpus.test
+
+
+def test_the_sentences_are_those_the_records_were_measured_on(corpus):
+    # book/records/ (chapters 10-12) were measured on this grammar's sentences; the digest was taken
+    # from the generator as it stood when they were written. A change that draws other sentences
+    # (another random draw, another order of draws) must be deliberate: re-run the records too.
+    text = json.dumps(list(corpus.splits().values()), ensure_ascii=False)
+    assert hashlib.sha256(text.encode()).hexdigest() == (
+        "bb360e9d43c2228582d3ebaeaab275fe4bcf8ad61a4b6818812bf598732ef13b")
+
+
+def test_the_generalisation_splits_are_drawn_when_first_read():
+    sizes = dict(n_train=300, n_valid=20, n_test=20, n_longer=15, n_deeper=10, seed=2)
+    a, b = make_corpus(**sizes), make_corpus(**sizes)
+    assert "longer" not in vars(a) and "deeper" not in vars(a)     # a run that only trains never pays
+    b_deeper = b.deeper                          # read first: it draws longer first (its no-repeat rule)
+    assert (a.longer, a.deeper) == (b.longer, b_deeper)
+    assert [len(a.longer), len(a.deeper)] == [15, 10] and a.longer is a.longer   # drawn once
 
 
 def test_vocab_round_trip(corpus):

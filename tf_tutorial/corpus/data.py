@@ -7,6 +7,7 @@ Shape legend: B batch, S source length, T target length (with BOS and EOS).
 """
 from __future__ import annotations
 
+import functools
 import random
 import re
 from dataclasses import dataclass
@@ -139,16 +140,41 @@ class Corpus:
     coordination than training), which chapter 10 controls for:
     ``longer``: the same depth, but every sentence is longer than any training sentence;
     ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training range.
+
+    The two generalisation splits are drawn the first time they are read: a few seconds of
+    rejection sampling that a run which only trains (``python -m tf_tutorial.train``) never
+    needs. They hold the same sentences whenever, and in whichever order, they are read.
     """
 
     train: list
     valid: list
     test: list
-    longer: list
-    deeper: list
     src_vocab: Vocab
     tgt_vocab: Vocab
     seed: int
+    n_longer: int = 500
+    n_deeper: int = 500
+
+    @functools.cached_property
+    def longer(self) -> list:
+        """两个训练深度的并列小句，每句都比任何训练句子长（第一次读取时才生成）。"""
+        # no English sentence of train, valid or test again
+        seen = {" ".join(en) for split in (self.test, self.valid, self.train) for en, _ in split}
+        return _collect(Grammar(random.Random(self.seed + 1), max_depth=2, rel_p=0.9, question_p=0.0,
+                                coord_p=1.0),
+                        self.n_longer, lambda en, zh, d: len(en) > MAX_TRAIN_LEN, seen, 400 * self.n_longer)
+
+    @functools.cached_property
+    def deeper(self) -> list:
+        """三层嵌套的关系从句，两边的长度都不超过训练集（第一次读取时才生成）。"""
+        # nor one of the longer split (drawn first if it is not yet)
+        seen = {" ".join(en) for split in (self.test, self.valid, self.train, self.longer)
+                for en, _ in split}
+        max_zh = max(len(zh) for _, zh in self.train)
+        return _collect(Grammar(random.Random(self.seed + 2), max_depth=3, rel_p=0.9, deep=True),
+                        self.n_deeper,
+                        lambda en, zh, d: d == 3 and len(en) <= MAX_TRAIN_LEN and len(zh) <= max_zh,
+                        seen, 400 * self.n_deeper)
 
     SPLITS = ("train", "valid", "test", "longer", "deeper")
 
@@ -200,17 +226,10 @@ def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
     pairs = _collect(Grammar(random.Random(seed), max_depth=2), need,
                      lambda en, zh, d: len(en) <= MAX_TRAIN_LEN, seen, 50 * need)
     test, valid, train = pairs[:n_test], pairs[n_test:n_test + n_valid], pairs[n_test + n_valid:]
-    max_zh = max(len(zh) for _, zh in train)
-    # longer: two coordinated clauses of the training depth, past the longest training sentence
-    longer = _collect(Grammar(random.Random(seed + 1), max_depth=2, rel_p=0.9, question_p=0.0, coord_p=1.0),
-                      n_longer, lambda en, zh, d: len(en) > MAX_TRAIN_LEN, seen, 400 * n_longer)
-    # deeper: three levels of relative clauses, no longer than training sentences on either side
-    deeper = _collect(Grammar(random.Random(seed + 2), max_depth=3, rel_p=0.9, deep=True), n_deeper,
-                      lambda en, zh, d: d == 3 and len(en) <= MAX_TRAIN_LEN and len(zh) <= max_zh,
-                      seen, 400 * n_deeper)
     src = Vocab(t for en, _ in train for t in en)
     tgt = Vocab(t for _, zh in train for t in zh)
-    return Corpus(train, valid, test, longer, deeper, src, tgt, seed)
+    # the longer and deeper splits are drawn when first read (see Corpus)
+    return Corpus(train, valid, test, src, tgt, seed, n_longer, n_deeper)
 
 
 def encode_pairs(pairs, src_vocab: Vocab, tgt_vocab: Vocab):

@@ -11,6 +11,8 @@ into 万 and 亿, relative clauses and "about" phrases move before the noun,
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import random
 from dataclasses import dataclass, field
 
@@ -182,6 +184,37 @@ PRONOUNS = {  # subject, object, possessive, Chinese, third person singular
 }
 GIVE = Verb("give", "gave", "给", "P", "RFDTA", stative=False)
 LIVE = Verb("live", "lived", "住", "P", "", stative=False)
+
+# Lists drawn from again and again, built once: the generator draws hundreds of
+# thousands of sentences, and rebuilding them at every draw cost about a tenth
+# of its time. Drawing from a list built once gives exactly the same sentences
+# (tests/test_data.py holds a digest of them).
+PRONOUN_KEYS = list(PRONOUNS)
+TIMES_BY_TENSE = {code: [t for t in TIMES if code in t[2]] for code in "pnf"}
+WANT_VERBS = [v for v in VERBS if not v.stative and "P" in v.subjects]
+QUESTION_VERBS = {True: [v for v in VERBS if "P" in v.subjects],  # "where"
+                  False: VERBS}
+LIVE_OR_INTRANSITIVE = INTRANSITIVE + [LIVE] * 4
+DET_WEIGHTS = {"the": 5, "a": 3, "num": 2, "this": 1, "poss": 2}
+
+
+@functools.cache
+def gap_verbs(cls: str) -> tuple[list, list]:
+    """能让 ``cls`` 类的名词做主语（并带宾语）或做宾语的动词。
+
+    The verbs a relative clause on a noun of class ``cls`` can use: with the
+    noun as their subject (and an object), or as their object.
+    """
+    return ([v for v in VERBS if cls in v.subjects and v.objects],
+            [v for v in VERBS if cls in v.objects])
+
+
+@functools.cache
+def _det_cum_weights(dets: tuple) -> list:
+    """Running sums of the weights of ``dets``, as
+    ``random.choices(cum_weights=...)`` takes them (the same draw as passing
+    the weights themselves)."""
+    return list(itertools.accumulate(DET_WEIGHTS[d] for d in dets))
 
 
 @dataclass
@@ -366,7 +399,7 @@ class Grammar:
 
     def pronoun(self, role: str) -> Phrase:
         """随机的人称代词，按 ``role`` 取主格或宾格。"""
-        return pronoun(self.rng.choice(list(PRONOUNS)), role)
+        return pronoun(self.rng.choice(PRONOUN_KEYS), role)
 
     def city(self) -> Phrase:
         """随机的城市或国家名。"""
@@ -408,8 +441,7 @@ class Grammar:
         """随机的名词短语：限定词、可选的形容词和话题，可能带一个关系从句。"""
         rng = self.rng
         noun = rng.choice(NOUNS_BY_CLASS[rng.choice(classes)])
-        weights = {"the": 5, "a": 3, "num": 2, "this": 1, "poss": 2}
-        det = rng.choices(dets, [weights[d] for d in dets])[0]
+        det = rng.choices(dets, cum_weights=_det_cum_weights(dets))[0]
         if self.deep and rel and depth > 0 and "the" in dets:
             det = "the"
         plural = rng.random() < 0.4 if det in ("the", "this", "poss") else False
@@ -420,7 +452,7 @@ class Grammar:
         owner = None
         if det == "poss":
             owner = (self.name() if rng.random() < 0.4
-                     else rng.choice(list(PRONOUNS)))
+                     else rng.choice(PRONOUN_KEYS))
         phrase = render_np(noun, det, plural, adj, topic, n, owner)
         if det == "the" and rel and depth > 0 and rng.random() < self.rel_p:
             return add_relative(phrase, self.relative(phrase, depth - 1))
@@ -436,8 +468,7 @@ class Grammar:
         who = "who" if head.cls == "P" else "that"
         tense = rng.choice(["past", "present"])
         neg = rng.random() < 0.15
-        subject_gap = [v for v in VERBS if head.cls in v.subjects and v.objects]
-        object_gap = [v for v in VERBS if head.cls in v.objects]
+        subject_gap, object_gap = gap_verbs(head.cls)
         if rng.random() < 0.5 and subject_gap:
             verb = rng.choice(subject_gap)
             tense = "present" if verb.stative else tense
@@ -468,7 +499,7 @@ class Grammar:
         time = none
         if rng.random() < 0.35:
             code = {"past": "p", "present": "n", "future": "f"}[tense]
-            en, zh, _ = rng.choice([t for t in TIMES if code in t[2]])
+            en, zh, _ = rng.choice(TIMES_BY_TENSE[code])
             time = Phrase(list(en), list(zh))
         place = none
         if subj_cls in "PA" and rng.random() < 0.3:
@@ -503,7 +534,7 @@ class Grammar:
     def intransitive(self, depth: int) -> Phrase:
         """不及物动词的小句，带可选的时间和地点状语。"""
         rng = self.rng
-        verb = rng.choice(INTRANSITIVE + [LIVE] * 4)
+        verb = rng.choice(LIVE_OR_INTRANSITIVE)
         tense = rng.choices(["past", "present", "future", "progressive"],
                             [4, 3, 2, 1])[0]
         if verb is LIVE and tense == "progressive":
@@ -567,8 +598,7 @@ class Grammar:
 
     def want(self, depth: int) -> Phrase:
         """S wants to V O → S 想 V O."""
-        verb = self.rng.choice([v for v in VERBS
-                                if not v.stative and "P" in v.subjects])
+        verb = self.rng.choice(WANT_VERBS)
         subj = self.subject("P", depth)
         obj = self.argument(verb.objects, "obj", depth)
         third = subj.third and not subj.plural
@@ -595,8 +625,7 @@ class Grammar:
         什么 / 谁 / 哪里 / 多少 where the answer would go."""
         rng = self.rng
         kind = rng.choice(["yesno", "yesno", "what", "who", "where", "howmany"])
-        verb = rng.choice([v for v in VERBS
-                           if "P" in v.subjects or kind != "where"])
+        verb = rng.choice(QUESTION_VERBS[kind == "where"])
         tense = ("present" if verb.stative
                  else rng.choice(["past", "present", "future"]))
         if tense == "past" and verb.past == verb.base:
