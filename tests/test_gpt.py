@@ -508,3 +508,33 @@ def test_batch_lengths_are_chapter_10s_source_and_target_lengths():
     vocab = continuation_vocab(Vocab(["i", "love", "china"]), Vocab(["我", "爱", "中国"]))
     items = encode_continuation([(["i", "love", "china"], ["我", "爱", "中国"])], vocab)
     assert batch_lengths(items) == [(3 + 1, 3 + 2)]     # English + <sep>; <bos> + Chinese + <eos>
+
+
+def test_both_trainers_see_the_same_sentences_in_each_step(monkeypatch):
+    # chapters 11 and 12 compare the two architectures seed by seed because one seed gives both
+    # the same batches: train() and train_continuation() must ask batch_indices the same question
+    import tf_tutorial.gpt as gpt_module
+    import tf_tutorial.train as train_module
+    from tf_tutorial.corpus.data import make_corpus
+
+    corpus = make_corpus(300, n_valid=10, n_test=10, n_longer=1, n_deeper=1, seed=0)
+    cfg = dataclasses.replace(CONFIGS["tiny"], steps=5, batch_tokens=120, eval_every=5, seed=3)
+    seen = {}
+
+    def recording(name, real):
+        def batch_indices(*args, **kwargs):
+            chunks = real(*args, **kwargs)
+            seen.setdefault(name, []).extend(chunks)
+            return chunks
+        return batch_indices
+
+    for name, module in (("ed", train_module), ("gpt", gpt_module)):
+        monkeypatch.setattr(module, "batch_indices", recording(name, module.batch_indices))
+    train_module.train(cfg, corpus=corpus, device="cpu", progress=False)
+    vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=256))
+    train_continuation(model, vocab, corpus.train, cfg, progress=False)
+    assert len(seen["ed"]) > cfg.steps and seen["ed"] == seen["gpt"]     # the same order of batches
+    same_seed = seen.pop("gpt")
+    train_continuation(model, vocab, corpus.train, dataclasses.replace(cfg, seed=4), progress=False)
+    assert seen["gpt"] != same_seed                   # another seed, another order: the check has teeth
