@@ -158,8 +158,7 @@ class Corpus:
     @functools.cached_property
     def longer(self) -> list:
         """两个训练深度的并列小句，每句都比任何训练句子长（第一次读取时才生成）。"""
-        # no English sentence of train, valid or test again
-        seen = {" ".join(en) for split in (self.test, self.valid, self.train) for en, _ in split}
+        seen = _english(self.test, self.valid, self.train)    # none of them again
         return _collect(Grammar(random.Random(self.seed + 1), max_depth=2, rel_p=0.9, question_p=0.0,
                                 coord_p=1.0),
                         self.n_longer, lambda en, zh, d: len(en) > MAX_TRAIN_LEN, seen, 400 * self.n_longer)
@@ -168,8 +167,7 @@ class Corpus:
     def deeper(self) -> list:
         """三层嵌套的关系从句，两边的长度都不超过训练集（第一次读取时才生成）。"""
         # nor one of the longer split (drawn first if it is not yet)
-        seen = {" ".join(en) for split in (self.test, self.valid, self.train, self.longer)
-                for en, _ in split}
+        seen = _english(self.test, self.valid, self.train, self.longer)
         max_zh = max(len(zh) for _, zh in self.train)
         return _collect(Grammar(random.Random(self.seed + 2), max_depth=3, rel_p=0.9, deep=True),
                         self.n_deeper,
@@ -193,6 +191,11 @@ class Corpus:
             out[name] = {"pairs": len(split), "mean_en_len": round(sum(en) / len(en), 1), "max_en_len": max(en),
                          "min_en_len": min(en), "max_zh_len": max(zh)}
         return out
+
+
+def _english(*splits) -> set:
+    """The English sentences of ``splits``, joined: the keys :func:`_collect` keeps apart."""
+    return {" ".join(en) for split in splits for en, _ in split}
 
 
 def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int) -> list:
