@@ -111,6 +111,21 @@ def test_bad_input(make, pattern):
             fn(*args)
 
 
+def test_inputs_that_are_not_tensors_get_a_type_error_naming_them():
+    from tf_tutorial.attention import grouped_query_attention
+    from tf_tutorial.flash import flash_attention
+    q, k, v = qkv()
+    nested = [[True] * S] * T
+    for fn in (scaled_dot_product_attention, fused_attention, grouped_query_attention, flash_attention):
+        with pytest.raises(TypeError, match="mask must be a boolean torch.Tensor.*but got list"):
+            fn(q, k, v, nested)
+        with pytest.raises(TypeError, match="k must be a torch.Tensor, but got list"):
+            fn(q, k.tolist(), v)
+    # the same mask as a tensor is accepted
+    out = scaled_dot_product_attention(q, k, v, torch.tensor(nested))[0]
+    torch.testing.assert_close(out, scaled_dot_product_attention(q, k, v)[0])
+
+
 def test_bad_mask_helpers():
     with pytest.raises(ValueError, match="length must be a positive integer, but got 0"):
         causal_mask(0)

@@ -84,8 +84,26 @@ def test_eval_determinism_and_bad_input():
         emb(torch.tensor([[1, 11]]))
     with pytest.raises(ValueError, match="tokens must be integer ids, but got dtype torch.float32"):
         emb(torch.ones(B, L))
-    with pytest.raises(ValueError, match="d_model must be a positive even number.*but got 7"):
-        positional_encoding(10, 7)
+    with pytest.raises(ValueError, match="d_model must be a positive integer, but got 0"):
+        positional_encoding(10, 0)
+    with pytest.raises(ValueError, match="max_len must be an integer >= 1, but got 0"):
+        positional_encoding(0, 8)
+    with pytest.raises(ValueError, match="d_model must be even for the shift matrix.*but got 7"):
+        shift_matrix(1, 7)
+
+
+def test_odd_d_model_ends_with_a_lone_sine():
+    # the paper's formula is defined for every column j: sin for even j,
+    # cos for odd j, both at frequency 10000^(-2*(j//2)/D)
+    D = 7
+    pe = positional_encoding(12, D)
+    assert pe.shape == (12, D) and pe.dtype == torch.float32
+    for pos in (0, 1, 5, 11):
+        for j in range(D):
+            angle = pos / 10000 ** (2 * (j // 2) / D)
+            want = math.sin(angle) if j % 2 == 0 else math.cos(angle)
+            assert pe[pos, j].item() == pytest.approx(want, abs=1e-6)
+    assert SinusoidalPositionalEncoding(D, max_len=12)(torch.zeros(2, 12, D)).shape == (2, 12, D)
 
 
 def test_token_embedding_starts_at_variance_one_over_d_not_torch_default():

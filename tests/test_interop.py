@@ -39,3 +39,13 @@ def test_a_layer_without_biases_is_refused_by_name(layer):
 def test_a_layer_norm_without_bias_says_so():
     with pytest.raises(ValueError, match="bias=False"):
         from_torch(nn.LayerNorm(4, bias=False))
+
+
+def test_converting_leaves_the_callers_random_stream_alone():
+    torch.manual_seed(0)
+    layer = torch.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+    state = torch.random.get_rng_state()
+    expected = torch.rand(3)
+    torch.random.set_rng_state(state)
+    from_torch(layer)                                   # builds, then copies
+    torch.testing.assert_close(torch.rand(3), expected, rtol=0, atol=0)

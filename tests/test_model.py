@@ -93,6 +93,23 @@ def test_bad_token_shapes():
         m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))
 
 
+@pytest.mark.parametrize("pad_id, bos_id, eos_id", [(0, 1, 2), (1, 0, 2), (2, 1, 0), (3, 1, 2)])
+def test_special_ids_left_unset_avoid_the_padding_id(pad_id, bos_id, eos_id):
+    c = TransformerConfig(10, 10, pad_id=pad_id)
+    assert (c.pad_id, c.bos_id, c.eos_id) == (pad_id, bos_id, eos_id)
+    assert c.to_dict()["bos_id"] == bos_id          # checkpoints hold the ids
+    assert TransformerConfig(**c.to_dict()) == c
+    # set explicitly, they are kept
+    assert TransformerConfig(10, 10, pad_id=pad_id, bos_id=5, eos_id=6).eos_id == 6
+
+
+def test_gpt_eos_left_unset_avoids_the_padding_id():
+    from tf_tutorial.gpt import GPTConfig
+    assert GPTConfig(10).eos_id == 2
+    assert GPTConfig(10, pad_id=2).eos_id == 0
+    assert GPTConfig(10, pad_id=2, eos_id=7).eos_id == 7
+
+
 @pytest.mark.parametrize("name", ["bos_id", "eos_id"])
 def test_special_ids_may_not_be_the_padding_id(name):
     with pytest.raises(ValueError, match=f"{name}=0 must be an id of the target vocabulary"):

@@ -19,8 +19,16 @@ import torch
 import torch.nn.functional as F
 
 
+def _require_tensors(**tensors) -> None:
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, "
+                            f"but got {type(t).__name__}")
+
+
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   mask, grouped: bool = False) -> None:
+    _require_tensors(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
@@ -45,8 +53,11 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
     """检查掩码是布尔型，并且能广播到注意力分数的形状，否则报错。
 
     Raise ValueError unless ``mask`` is boolean and broadcasts to ``target``
-    (..., T, S).
+    (..., T, S); TypeError if it is not a tensor.
     """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a boolean torch.Tensor (True = may "
+                        f"attend), but got {type(mask).__name__}")
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be boolean (True = may attend), "
                          f"but got dtype {mask.dtype}")
@@ -175,6 +186,7 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             heads, H not divisible by H_kv, or a mask that is not boolean or
             does not broadcast.
     """
+    _require_tensors(q=q, k=k, v=v)
     if q.dim() < 3 or k.dim() < 3 or v.dim() < 3:
         raise ValueError(
             f"q, k, v: expected at least 3 dimensions (..., heads, L, d), but "

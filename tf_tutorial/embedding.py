@@ -16,10 +16,10 @@ from tf_tutorial._checks import require_sizes
 
 
 def _frequencies(d_model: int) -> torch.Tensor:
-    """ω_i = 10000^(−2i/D) for i = 0 .. D/2 − 1, shape (D/2,)."""
-    if d_model < 2 or d_model % 2:
-        raise ValueError(f"d_model must be a positive even number "
-                         f"(sin/cos pairs), but got {d_model}")
+    """ω_i = 10000^(−2i/D) for i = 0 .. ⌈D/2⌉ − 1, shape (⌈D/2⌉,)."""
+    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
+        raise ValueError(f"d_model must be a positive integer, "
+                         f"but got {d_model!r}")
     return torch.exp(
         -math.log(10000.0)
         * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -29,14 +29,17 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """正弦位置编码表 P。
 
     The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values
-    in [−1, 1].
+    in [−1, 1]. Even columns hold sines, odd columns cosines; an odd D ends
+    with a sine that has no cosine partner.
     """
-    if max_len < 1:
-        raise ValueError(f"max_len must be >= 1, but got {max_len}")
+    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
+        raise ValueError(f"max_len must be an integer >= 1, "
+                         f"but got {max_len!r}")
     angles = (torch.arange(max_len, dtype=torch.float64)[:, None]
-              * _frequencies(d_model))                                # (L, D/2)
+              * _frequencies(d_model))                            # (L, ⌈D/2⌉)
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
-    pe[:, 0::2], pe[:, 1::2] = angles.sin(), angles.cos()
+    pe[:, 0::2] = angles.sin()
+    pe[:, 1::2] = angles[:, :d_model // 2].cos()
     return pe.float()
 
 
@@ -45,8 +48,12 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
 
     Block diagonal: for each frequency ω_i the 2×2 rotation
     [[cos ωk, sin ωk], [−sin ωk, cos ωk]] acting on the pair
-    (sin ω pos, cos ω pos). It depends on k only, never on pos.
+    (sin ω pos, cos ω pos). It depends on k only, never on pos. D must be even:
+    every sine needs its cosine.
     """
+    if isinstance(d_model, int) and d_model % 2:
+        raise ValueError(f"d_model must be even for the shift matrix "
+                         f"(sin/cos pairs), but got {d_model}")
     w = k * _frequencies(d_model)                                     # (D/2,)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     even, odd = torch.arange(0, d_model, 2), torch.arange(1, d_model, 2)

@@ -59,7 +59,7 @@ class GPTConfig:
     (None = ``n_heads``: ordinary multi-head attention; 1 = multi-query
     attention).
     ``pad_id``: the padding token (never a key); ``eos_id``: where
-    :func:`generate` may stop.
+    :func:`generate` may stop (None: 2, or 0 when ``pad_id`` is 2).
     The output layer always reuses the token embedding (tied, as in GPT-2 and
     chapter 10).
     """
@@ -72,7 +72,7 @@ class GPTConfig:
     dropout: float = 0.0
     max_len: int = 256
     pad_id: int = 0
-    eos_id: int = 2
+    eos_id: int | None = None
     norm_first: bool = True
     positions: str = "sinusoidal"
     activation: str = "gelu"
@@ -84,6 +84,8 @@ class GPTConfig:
     def __post_init__(self):
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
+        if self.eos_id is None:                         # frozen dataclass
+            object.__setattr__(self, "eos_id", 2 if self.pad_id != 2 else 0)
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
             if (not isinstance(value, int) or isinstance(value, bool)

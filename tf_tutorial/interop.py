@@ -29,7 +29,14 @@ def from_torch(module: nn.Module) -> nn.Module:
     """把 ``torch.nn`` 模块换成本软件包的对应模块，复制权重、数据类型和设备。
 
     Return this package's equivalent of ``module`` with copied weights, dtype
-    and device.
+    and device. Building it draws random initial weights that are then
+    overwritten; that happens under :func:`torch.random.fork_rng`, so the
+    caller's random stream is the same as if ``from_torch`` had not run.
+
+    PyTorch's ``nn.TransformerEncoder`` in eval mode without autograd may take
+    its nested-tensor fast path, which writes zeros at padded positions; ours
+    computes them like any other position. Compare real positions then, or
+    build the encoder with ``enable_nested_tensor=False``.
 
     Raises:
         TypeError: no converter for ``type(module)``.
@@ -37,7 +44,8 @@ def from_torch(module: nn.Module) -> nn.Module:
     """
     for torch_type, convert in _CONVERTERS.items():
         if type(module) is torch_type:
-            return convert(module).train(module.training)
+            with torch.random.fork_rng(devices=[]):
+                return convert(module).train(module.training)
     names = ", ".join(sorted(f"nn.{t.__name__}" for t in _CONVERTERS))
     raise TypeError(f"from_torch() supports {names}, "
                     f"but got {type(module).__name__}")

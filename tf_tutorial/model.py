@@ -55,7 +55,9 @@ class TransformerConfig:
     paper's two places), and also on attention weights and the FFN's hidden
     layer (as PyTorch does).
     ``pad_id``, ``bos_id``, ``eos_id``: the special tokens of the vocabularies
-    (decoding reads them here).
+    (decoding reads them here). Left as None, ``bos_id`` is 1 and ``eos_id``
+    is 2 (this package's vocabularies), except that the one ``pad_id`` takes
+    becomes 0 (``pad_id=1`` gives bos 0, eos 2, as in fairseq).
     ``share_embeddings``: one table for source, target and output (paper §3.4;
     needs one shared vocabulary). ``tie_output``: the output projection reuses
     the target embedding.
@@ -70,8 +72,8 @@ class TransformerConfig:
     dropout: float = 0.1
     max_len: int = 256
     pad_id: int = 0
-    bos_id: int = 1
-    eos_id: int = 2
+    bos_id: int | None = None
+    eos_id: int | None = None
     norm_first: bool = False
     share_embeddings: bool = False
     tie_output: bool = True
@@ -79,13 +81,19 @@ class TransformerConfig:
     def __post_init__(self):
         check_shape(self, ("src_vocab_size", "tgt_vocab_size", "d_model",
                            "n_heads", "n_layers", "d_ff", "max_len"))
-        if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id={self.pad_id} is not a valid id for "
+        if (not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool)
+                or not 0 <= self.pad_id < min(self.src_vocab_size,
+                                              self.tgt_vocab_size)):
+            raise ValueError(f"pad_id={self.pad_id!r} is not a valid id for "
                              f"vocabularies of size {self.src_vocab_size} "
                              f"and {self.tgt_vocab_size}")
+        for name, usual in (("bos_id", 1), ("eos_id", 2)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name,
+                                   usual if usual != self.pad_id else 0)
         for name in ("bos_id", "eos_id"):
             value = getattr(self, name)
-            if (not isinstance(value, int)
+            if (not isinstance(value, int) or isinstance(value, bool)
                     or not 0 <= value < self.tgt_vocab_size
                     or value == self.pad_id):
                 raise ValueError(
