@@ -86,7 +86,7 @@ def test_eval_determinism_and_bad_input():
         emb(torch.ones(B, L))
     with pytest.raises(ValueError, match="d_model must be a positive integer, but got 0"):
         positional_encoding(10, 0)
-    with pytest.raises(ValueError, match="max_len must be an integer >= 1, but got 0"):
+    with pytest.raises(ValueError, match="max_len must be a positive integer, but got 0"):
         positional_encoding(0, 8)
     with pytest.raises(ValueError, match="d_model must be even for the shift matrix.*but got 7"):
         shift_matrix(1, 7)

@@ -17,9 +17,7 @@ from tf_tutorial._checks import require_sizes
 
 def _frequencies(d_model: int) -> torch.Tensor:
     """ω_i = 10000^(−2i/D) for i = 0 .. ⌈D/2⌉ − 1, shape (⌈D/2⌉,)."""
-    if isinstance(d_model, bool) or not isinstance(d_model, int) or d_model < 1:
-        raise ValueError(f"d_model must be a positive integer, "
-                         f"but got {d_model!r}")
+    require_sizes(d_model=d_model)
     return torch.exp(
         -math.log(10000.0)
         * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -32,9 +30,7 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     in [−1, 1]. Even columns hold sines, odd columns cosines; an odd D ends
     with a sine that has no cosine partner.
     """
-    if isinstance(max_len, bool) or not isinstance(max_len, int) or max_len < 1:
-        raise ValueError(f"max_len must be an integer >= 1, "
-                         f"but got {max_len!r}")
+    require_sizes(max_len=max_len)
     angles = (torch.arange(max_len, dtype=torch.float64)[:, None]
               * _frequencies(d_model))                            # (L, ⌈D/2⌉)
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
