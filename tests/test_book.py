@@ -617,3 +617,32 @@ def test_stale_shown_code_is_caught(tmp_path):
     nbformat.write(notebook("class LayerNorm:  # an older version\n"), tmp_path / "old.ipynb")
     assert stale_listings(tmp_path / "today.ipynb") == ([], 1)
     assert stale_listings(tmp_path / "old.ipynb") == (["show(LayerNorm)"], 1)
+
+
+def stored_training_seconds(nb_path) -> list:
+    """Seconds of training that a stored chapter-10 notebook printed ("1500 步，训练 178 秒")."""
+    nb = nbformat.read(nb_path, as_version=4)
+    texts = [out.text for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
+             if out.output_type == "stream" and out.name == "stdout"]
+    return [int(s) for t in texts for s in re.findall(r"\d+ 步，训练 (\d+) 秒", t)]
+
+
+def test_chapter_10_was_stored_from_a_run_on_a_quiet_machine():
+    """The page shows the stored run, and its prose says the CPU training takes two to three minutes.
+
+    A sync on a busy machine once stored 1137 s (same steps, six times slower), which the page
+    then showed to every reader. Timing is not tested live (a busy machine must not fail the
+    tests); this checks the run that was committed. 200 s leaves a slower machine 10% over the
+    180 s budget of issue 11.
+    """
+    seconds = stored_training_seconds(ROOT / "book" / "ch10_translation.ipynb")
+    assert len(seconds) == 1, f"the training cell's printout was not found: {seconds}"
+    assert seconds[0] <= 200, (f"chapter 10 stored a training run of {seconds[0]} s: re-run "
+                               f"python -m scripts.sync_book book/ch10_translation.md on a quiet machine")
+
+
+def test_a_stored_slow_run_is_caught(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("train()", outputs=[
+        nbformat.v4.new_output("stream", name="stdout", text="1500 步，训练 1137 秒（含其间的验证）\n")])])
+    nbformat.write(nb, tmp_path / "slow.ipynb")
+    assert stored_training_seconds(tmp_path / "slow.ipynb") == [1137]
