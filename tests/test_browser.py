@@ -150,25 +150,6 @@ WIDE_EQUATIONS = """
 
 
 @pytest.mark.slow
-def test_no_display_equation_is_wider_than_its_column(browser, served_book):
-    """At a 1400-pixel window (the reviewer's), every display equation fits its content column."""
-    browser.set_window_size(1400, 1000)
-    try:
-        wide = {}
-        for doc in sync_book.toc_files():
-            browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
-            if not browser.execute_script("return document.querySelectorAll('.math').length"):
-                continue
-            assert wait_for(browser, TYPESET), f"{doc.name}: formulas were not typeset"
-            found = browser.execute_script(WIDE_EQUATIONS)
-            if found:
-                wide[doc.name] = found
-    finally:
-        browser.set_window_size(1280, 1600)
-    assert not wide, f"display equations wider than the content column (split them with aligned): {wide}"
-
-
-@pytest.mark.slow
 def test_every_symbol_of_the_notation_page_is_typeset(browser, served_book):
     source = (ROOT / "book" / "appendix_notation.md").read_text(encoding="utf-8")
     in_tables = sum(len(re.findall(r"(?<!\\)\$[^$]+\$", line)) for line in source.splitlines()
@@ -193,26 +174,37 @@ SCROLLING_CODE = """
     return wide;"""
 
 
-@pytest.mark.slow
-def test_no_code_block_scrolls_sideways_at_1280_pixels(browser, served_book):
-    """Every code cell, printed output and show() listing fits its column at a 1280-pixel window.
+@pytest.fixture(scope="module")
+def every_page(browser, served_book):
+    """One visit to every page, measured at both widths the two layout tests need.
 
-    The 80-column limit of tests/test_book.py is only worth something if 80 columns fit:
-    _static/book.css sizes the code font so that they do.
+    Each page is loaded (and its formulas typeset) once: its code blocks are measured at a
+    1280-pixel window, then its display equations at 1400 pixels (the reviewer's), after a
+    resize that needs no reload.
     """
-    browser.set_window_size(1280, 1000)
+    seen = {"equations": {}, "code": {}, "blocks": 0, "untypeset": []}
     try:
-        wide, blocks = {}, 0
         for doc in sync_book.toc_files():
+            browser.set_window_size(1280, 1000)
             browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
-            blocks += browser.execute_script(
+            seen["blocks"] += browser.execute_script(
                 "return document.querySelectorAll('main div.cell_input pre').length")
             found = browser.execute_script(SCROLLING_CODE)
             if found:
-                wide[doc.name] = found
+                seen["code"][doc.name] = found
+            if not browser.execute_script("return document.querySelectorAll('.math').length"):
+                continue
+            if not wait_for(browser, TYPESET):
+                seen["untypeset"].append(doc.name)
+                continue
+            browser.set_window_size(1400, 1000)
+            found = browser.execute_script(WIDE_EQUATIONS)
+            if found:
+                seen["equations"][doc.name] = found
         # the measurement itself: an 80-column line fits, an 86-column one does not
+        browser.set_window_size(1280, 1000)
         browser.get(f"{served_book}/book/ch01_rnn.html")
-        fits = browser.execute_script("""
+        seen["fits"] = browser.execute_script("""
             const pre = document.querySelector('main div.cell_input pre');
             const keep = pre.innerHTML, out = [];
             for (const n of [80, 86]) {
@@ -222,6 +214,25 @@ def test_no_code_block_scrolls_sideways_at_1280_pixels(browser, served_book):
             return out;""")
     finally:
         browser.set_window_size(1280, 1600)
+    return seen
+
+
+@pytest.mark.slow
+def test_no_display_equation_is_wider_than_its_column(every_page):
+    """At a 1400-pixel window (the reviewer's), every display equation fits its content column."""
+    assert not every_page["untypeset"], f"formulas were not typeset: {every_page['untypeset']}"
+    wide = every_page["equations"]
+    assert not wide, f"display equations wider than the content column (split them with aligned): {wide}"
+
+
+@pytest.mark.slow
+def test_no_code_block_scrolls_sideways_at_1280_pixels(every_page):
+    """Every code cell, printed output and show() listing fits its column at a 1280-pixel window.
+
+    The 80-column limit of tests/test_book.py is only worth something if 80 columns fit:
+    _static/book.css sizes the code font so that they do.
+    """
+    blocks, fits, wide = every_page["blocks"], every_page["fits"], every_page["code"]
     assert blocks > 100, f"only {blocks} code cells found: the selector no longer matches the theme"
     assert fits == [True, False], f"80 columns fit, 86 do not: got {fits}"
     assert not wide, f"code blocks that scroll sideways at 1280 pixels: {wide}"

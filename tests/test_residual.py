@@ -58,12 +58,19 @@ def test_residual_keeps_gradients_alive_in_a_deep_stack():
     assert residual[0] > 0.1 * residual[-1]       # with the shortcut it does
 
 
-def test_post_ln_without_warmup_fails_where_pre_ln_does_not():
+# Post-LN without warmup stuck where Pre-LN learns (12 layers, lr 3e-3): chapter 6 trains exactly
+# these runs, and the two with warmup, and checks all four with check() every time nbval runs it;
+# a copy here cost 11 s of the test budget and checked less. This test keeps the tool itself honest.
+def test_train_reverse_reports_every_step_learns_and_repeats_itself():
+    calls = []
     torch.manual_seed(0)
-    post = train_reverse(ReverseModel(12, norm_first=False), lr=3e-3, warmup_steps=0)
+    losses = train_reverse(ReverseModel(2, norm_first=True), lr=3e-3, warmup_steps=10, steps=120,
+                           on_step=lambda model: calls.append(model.training))
+    assert len(losses) == len(calls) == 120 and all(calls)
+    assert sum(losses[-10:]) < 0.5 * sum(losses[:10])           # it learns to reverse
     torch.manual_seed(0)
-    pre = train_reverse(ReverseModel(12, norm_first=True), lr=3e-3, warmup_steps=0)
-    assert sum(post[-20:]) / 20 > 1.0 and sum(pre[-20:]) / 20 < 0.3
+    again = train_reverse(ReverseModel(2, norm_first=True), lr=3e-3, warmup_steps=10, steps=5)
+    assert again == losses[:5]                                  # seeded: the same batches
 
 
 def test_adams_first_step_moves_every_weight_by_the_learning_rate():
