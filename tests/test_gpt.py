@@ -275,6 +275,18 @@ def test_cache_equals_recomputation_when_sampling(prompt):
     assert not torch.equal(a, c)                                  # the draws are random at all
 
 
+def test_pad_is_never_generated_so_cache_and_recomputation_agree(prompt):
+    """A drawn <pad> would be masked as a key when recomputing but seen through the cache."""
+    m = _model()
+    kw = dict(temperature=10.0)          # nearly uniform over 29 tokens: 60 draws would hit <pad>
+    a = generate(m, prompt, 20, **kw, generator=torch.Generator().manual_seed(0))
+    b = generate(m, prompt, 20, **kw, generator=torch.Generator().manual_seed(0), use_cache=False)
+    new = a[:, prompt.shape[1]:]
+    assert len(set(new.flatten().tolist())) > V // 2              # the draws do spread out
+    assert not (new == PAD).any()
+    assert torch.equal(a, b)
+
+
 def test_generate_shapes_and_training_mode(prompt):
     m = _model()
     m.train()

@@ -71,6 +71,8 @@ def test_checkpoint_errors(corpus, tmp_path):
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_checkpoint(bad)
+    with pytest.raises(FileNotFoundError, match="does not exist"):   # a CheckpointError too
+        load_checkpoint(tmp_path / "nowhere.pt")
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
 

@@ -1,9 +1,11 @@
 """各模块共用的参数检查：错误信息说出参数名、收到的值和期望的值。
 
-Argument checks shared by the modules, so that every constructor says which
-argument was wrong, what it got and what it expected.
+Argument checks shared by the modules, so that every constructor and every
+``forward`` says which argument was wrong, what it got and what it expected.
 """
 from __future__ import annotations
+
+import torch
 
 
 def require_sizes(**sizes) -> None:
@@ -16,3 +18,33 @@ def require_sizes(**sizes) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive integer, "
                              f"but got {value!r}")
+
+
+def require_tensors(**tensors) -> None:
+    """检查这些参数都是张量（PyTorch 自己的层也对列表报 TypeError）。
+
+    ``require_tensors(x=[1, 2])`` raises
+    ``TypeError: x must be a torch.Tensor, but got list``.
+    """
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, "
+                            f"but got {type(t).__name__}")
+
+
+def require_width(x, d_model: int, name: str = "x",
+                  lead: str | None = None) -> None:
+    """检查 ``x`` 是最后一维为 D 的张量；给出 ``lead``（如 "B, L"）时还检查维数。
+
+    ``lead`` names the leading dimensions: ``require_width(x, 12, lead="B, S")``
+    wants (B, S, 12). Raise TypeError for a non-tensor and ValueError naming
+    ``name``, the shape received and the one expected otherwise.
+    """
+    require_tensors(**{name: x})
+    if lead is not None:
+        if x.dim() != lead.count(",") + 2 or x.shape[-1] != d_model:
+            raise ValueError(f"{name}: expected shape ({lead}, {d_model}), "
+                             f"but got {tuple(x.shape)}")
+    elif x.dim() == 0 or x.shape[-1] != d_model:
+        raise ValueError(f"{name}: expected last dimension {d_model}, "
+                         f"but got shape {tuple(x.shape)}")

@@ -18,17 +18,12 @@ import operator
 import torch
 import torch.nn.functional as F
 
-
-def _require_tensors(**tensors) -> None:
-    for name, t in tensors.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, "
-                            f"but got {type(t).__name__}")
+from tf_tutorial._checks import require_tensors
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   mask, grouped: bool = False) -> None:
-    _require_tensors(q=q, k=k, v=v)
+    require_tensors(q=q, k=k, v=v)
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
@@ -155,6 +150,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     (B, 1, S) boolean, True where the key is a real token, from token ids
     (B, S).
     """
+    require_tensors(tokens=tokens)
     if tokens.dim() != 2:
         raise ValueError(f"tokens: expected shape (B, S), "
                          f"but got {tuple(tokens.shape)}")
@@ -186,7 +182,7 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
             heads, H not divisible by H_kv, or a mask that is not boolean or
             does not broadcast.
     """
-    _require_tensors(q=q, k=k, v=v)
+    require_tensors(q=q, k=k, v=v)
     if q.dim() < 3 or k.dim() < 3 or v.dim() < 3:
         raise ValueError(
             f"q, k, v: expected at least 3 dimensions (..., heads, L, d), but "

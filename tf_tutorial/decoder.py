@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_tensors, require_width
 from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import KVCache, MultiHeadAttention
@@ -23,9 +23,8 @@ from tf_tutorial.residual import SublayerConnection, stack_norm
 def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
                   self_mask, memory_mask, self_cache) -> None:
     """x (B, T, D), memory (B, S, D); each mask checked under its own name."""
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x: expected shape (B, T, {d_model}), "
-                         f"but got {tuple(x.shape)}")
+    require_width(x, d_model, lead="B, T")
+    require_tensors(memory=memory)
     if (memory.dim() != 3 or memory.shape[0] != x.shape[0]
             or memory.shape[-1] != d_model):
         raise ValueError(f"memory: expected shape ({x.shape[0]}, S, {d_model}) "

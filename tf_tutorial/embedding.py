@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_tensors, require_width
 
 
 def _frequencies(d_model: int) -> torch.Tensor:
@@ -95,6 +95,7 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         """查出每个词元编号的词向量，再乘以 √D。"""
+        require_tensors(tokens=tokens)
         if tokens.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"tokens must be integer ids, "
                              f"but got dtype {tokens.dtype}")
@@ -111,9 +112,7 @@ class _PositionalBase(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def _check(self, x: torch.Tensor, start: int) -> int:
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected shape (B, L, {self.d_model}), "
-                             f"but got {tuple(x.shape)}")
+        require_width(x, self.d_model, lead="B, L")
         if start < 0 or start + x.shape[1] > self.max_len:
             where = (f"positions {start}..{start + x.shape[1] - 1}" if start
                      else f"sequence length {x.shape[1]}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.residual import SublayerConnection, stack_norm
@@ -49,10 +49,7 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """让每个源位置先看整个源序列（自注意力），再各自经过前馈网络。"""
-        if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
-            raise ValueError(
-                f"x: expected shape (B, S, {self.self_attn.d_model}), "
-                f"but got {tuple(x.shape)}")
+        require_width(x, self.self_attn.d_model, lead="B, S")
         x = self.attn_block(
             x, lambda y: self.self_attn(y, y, y, mask))  # (B, S, D)
         return self.ffn_block(x, self.ffn)               # (B, S, D)

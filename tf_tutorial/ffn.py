@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_width
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -52,9 +52,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """先升宽到 d_ff、经过激活函数，再降回 D。"""
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, "
-                             f"but got shape {tuple(x.shape)}")
+        require_width(x, self.d_model)
         return self.w2(
             self.dropout(self.act(self.w1(x))))  # (B, L, d_ff) -> (B, L, D)
 
@@ -94,8 +92,6 @@ class SwiGLUFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """门控分支经过 SiLU 后与另一分支逐元素相乘，再投影回 D。"""
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, "
-                             f"but got shape {tuple(x.shape)}")
+        require_width(x, self.d_model)
         return self.w_down(
             self.dropout(F.silu(self.w_gate(x)) * self.w_up(x)))  # (B, L, D)

@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_tensors, require_width
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -197,10 +198,7 @@ class GPTBlock(EncoderLayer):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, return_weights: bool = False):
         """因果自注意力（可带缓存），再接前馈网络；各自带残差连接和层归一化。"""
-        if x.dim() != 3 or x.shape[-1] != self.self_attn.d_model:
-            raise ValueError("x: expected shape "
-                             f"(B, L, {self.self_attn.d_model}), "
-                             f"but got {tuple(x.shape)}")
+        require_width(x, self.self_attn.d_model, lead="B, L")
         kept = []
 
         def attend(y):
@@ -269,6 +267,7 @@ class GPT(nn.Module):
     def forward(self, tokens: torch.Tensor, cache: GPTCache | None = None,
                 return_weights: bool = False, keep: torch.Tensor | None = None):
         """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的打分。"""
+        require_tensors(tokens=tokens)
         if tokens.dim() != 2:
             raise ValueError("tokens: expected token ids of shape (B, L), "
                              f"but got {tuple(tokens.shape)}")
@@ -387,7 +386,8 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             (no padding).
         max_new_tokens: tokens to add; prompt length + max_new_tokens must fit
             in ``max_len``.
-        temperature, top_k, top_p, generator: as in :func:`sample`.
+        temperature, top_k, top_p, generator: as in :func:`sample`, over
+            every token but ``pad_id``, which is never generated.
         eos_id: stop a row once it has produced this id (the rest of the row
             becomes ``pad_id``), and stop when every row has; None (default)
             always adds ``max_new_tokens`` tokens.
@@ -409,6 +409,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             or not isinstance(max_new_tokens, int) or max_new_tokens < 0):
         raise ValueError("max_new_tokens must be an integer >= 0, "
                          f"but got {max_new_tokens!r}")
+    require_tensors(prompt=prompt)
     if (prompt.dim() not in (1, 2)
             or prompt.dtype not in (torch.int64, torch.int32)):
         raise ValueError("prompt: expected integer ids of shape "
@@ -437,6 +438,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         logits = (model(seq, cache, keep=last)
                   if max_new_tokens else None)  # (B, |V|)
         for step in range(max_new_tokens):
+            # <pad> is never drawn: later tokens could not see it (it is
+            # masked as a key), and cached and recomputed generation would part
+            logits[:, model.config.pad_id] = float("-inf")
             nxt = sample(logits, temperature, top_k, top_p, generator)  # (B,)
             if eos_id is not None:
                 nxt = nxt.masked_fill(done, model.config.pad_id)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_tensors
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -139,6 +139,7 @@ class Transformer(nn.Module):
             self.out.weight = self.tgt_embed.table.weight
 
     def _check_tokens(self, name: str, tokens: torch.Tensor) -> None:
+        require_tensors(**{name: tokens})
         if tokens.dim() != 2:
             raise ValueError(f"{name}: expected token ids of shape (B, L), "
                              f"but got {tuple(tokens.shape)}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_width
 from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
@@ -26,9 +26,7 @@ def check_inputs(query, key, value, d_model: int) -> None:
     (B, S, D) with the same B and S.
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if t.dim() != 3 or t.shape[-1] != d_model:
-            raise ValueError(f"{name}: expected shape (B, L, {d_model}), "
-                             f"but got {tuple(t.shape)}")
+        require_width(t, d_model, name, lead="B, L")
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(f"query, key and value must have the same batch size "
                          f"B, but got {query.shape[0]}, {key.shape[0]} and "

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_sizes, require_width
 
 
 class LayerNorm(nn.Module):
@@ -49,9 +49,7 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """对最后一维做层归一化；``fused=False`` 时按公式一步步算。"""
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, "
-                             f"but got shape {tuple(x.shape)}")
+        require_width(x, self.d_model)
         if self.fused:
             return F.layer_norm(x, (self.d_model,), self.weight, self.bias,
                                 self.eps)
@@ -109,9 +107,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """把每个位置的 D 个特征除以它们的均方根，再乘 γ。"""
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected last dimension {self.d_model}, "
-                             f"but got shape {tuple(x.shape)}")
+        require_width(x, self.d_model)
         # at least float32, as nn.RMSNorm
         work = torch.promote_types(x.dtype, torch.float32)
         xw = x.to(work)

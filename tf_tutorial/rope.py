@@ -41,6 +41,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_tensors
+
 
 def _thetas(dim: int, base: float) -> torch.Tensor:
     """θ_i = base^(−2i/dim), i = 0 … dim/2 − 1, float64, shape (dim/2,)."""
@@ -119,6 +121,7 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
     Raises: ValueError for an odd d_k, positions that do not match L,
         non-integer positions, or base <= 0.
     """
+    require_tensors(x=x)
     if x.dim() < 1 or x.shape[-1] % 2:
         raise ValueError(f"rotate: the last dimension must be even, but got "
                          f"{x.shape[-1] if x.dim() else 'a 0-d tensor'} "

@@ -166,6 +166,14 @@ class CheckpointError(ValueError):
     """
 
 
+class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
+    """检查点文件不存在：``except FileNotFoundError`` 和 ``except CheckpointError`` 都能接住。
+
+    A missing checkpoint file: both a :class:`CheckpointError` (a ValueError)
+    and a FileNotFoundError, whichever the caller expects.
+    """
+
+
 def save_checkpoint(path, **state) -> None:
     """保存检查点：先写临时文件再改名，保存失败时旧的检查点仍然完好。
 
@@ -187,7 +195,8 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except FileNotFoundError:
-        raise CheckpointError(f"checkpoint {path} does not exist") from None
+        raise CheckpointNotFoundError(
+            f"checkpoint {path} does not exist") from None
     except Exception as e:  # noqa: BLE001 - any unpickling failure means
         # the file is unusable
         raise CheckpointError(f"checkpoint {path} is not a readable checkpoint "

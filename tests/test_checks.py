@@ -1,0 +1,87 @@
+"""tf_tutorial._checks: the argument checks every module shares, and the entry points that use them.
+
+An independent audit passed a Python list where a tensor belongs and got
+``AttributeError: 'list' object has no attribute 'dim'`` from thirteen public entry points. PyTorch's
+own layers raise TypeError there, and so must ours, naming the argument.
+"""
+import pytest
+import torch
+
+from tf_tutorial._checks import require_sizes, require_tensors, require_width
+from tf_tutorial.attention import padding_mask
+from tf_tutorial.decoder import DecoderLayer
+from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
+from tf_tutorial.encoder import EncoderLayer
+from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward
+from tf_tutorial.gpt import GPT, GPTConfig, generate
+from tf_tutorial.model import Transformer, TransformerConfig
+from tf_tutorial.multihead import MultiHeadAttention
+from tf_tutorial.norm import LayerNorm, RMSNorm
+from tf_tutorial.rope import rotate
+
+D = 12
+ROWS = [[0.0] * D, [1.0] * D]                    # a (2, 12) matrix, as a list
+IDS = [[5, 6, 0]]
+
+
+def _transformer():
+    return Transformer(TransformerConfig(20, 21, D, 3, 1, 16, 0.0, 30))
+
+
+def _gpt():
+    return GPT(GPTConfig(vocab_size=20, d_model=D, n_heads=3, n_layers=1, d_ff=16, max_len=30))
+
+
+CALLS = {
+    "padding_mask": (lambda: padding_mask(IDS, 0), "tokens"),
+    "rotate": (lambda: rotate([[1.0, 2.0]], torch.arange(1)), "x"),
+    "MultiHeadAttention": (lambda: MultiHeadAttention(D, 3)(ROWS, ROWS, ROWS), "query"),
+    "LayerNorm": (lambda: LayerNorm(D)(ROWS), "x"),
+    "RMSNorm": (lambda: RMSNorm(D)(ROWS), "x"),
+    "TokenEmbedding": (lambda: TokenEmbedding(20, D)(IDS), "tokens"),
+    "SinusoidalPositionalEncoding": (lambda: SinusoidalPositionalEncoding(D, 30)([ROWS]), "x"),
+    "PositionwiseFeedForward": (lambda: PositionwiseFeedForward(D, 16)(ROWS), "x"),
+    "SwiGLUFeedForward": (lambda: SwiGLUFeedForward(D, 16)(ROWS), "x"),
+    "EncoderLayer": (lambda: EncoderLayer(D, 3, 16, 0.0)([ROWS]), "x"),
+    "DecoderLayer memory": (lambda: DecoderLayer(D, 3, 16, 0.0)(torch.zeros(1, 2, D), [ROWS]),
+                            "memory"),
+    "Transformer src": (lambda: _transformer()(IDS, torch.ones(1, 2, dtype=torch.long)), "src"),
+    "Transformer tgt_in": (lambda: _transformer()(torch.ones(1, 2, dtype=torch.long), IDS),
+                           "tgt_in"),
+    "GPT": (lambda: _gpt()(IDS), "tokens"),
+    "generate": (lambda: generate(_gpt(), [5, 6, 7], 2), "prompt"),
+}
+
+
+@pytest.mark.parametrize("name", CALLS)
+def test_a_list_where_a_tensor_belongs_is_a_type_error_naming_the_argument(name):
+    call, argument = CALLS[name]
+    with pytest.raises(TypeError, match=rf"^{argument} must be a torch\.Tensor, but got list$"):
+        call()
+
+
+def test_require_tensors_names_the_first_argument_that_is_not_one():
+    require_tensors(a=torch.zeros(1), b=torch.zeros(2))
+    with pytest.raises(TypeError, match=r"^b must be a torch\.Tensor, but got tuple$"):
+        require_tensors(a=torch.zeros(1), b=(1, 2))
+
+
+def test_require_width_checks_the_last_dimension_and_with_lead_the_number_of_dimensions():
+    require_width(torch.zeros(4, D), D)
+    require_width(torch.zeros(2, 3, 4, D), D)                   # any leading shape
+    require_width(torch.zeros(2, 3, D), D, lead="B, L")
+    with pytest.raises(ValueError, match=r"^x: expected last dimension 12, but got shape \(4, 5\)$"):
+        require_width(torch.zeros(4, 5), D)
+    with pytest.raises(ValueError, match=r"^x: expected last dimension 12, but got shape \(\)$"):
+        require_width(torch.tensor(1.0), D)
+    with pytest.raises(ValueError, match=r"^memory: expected shape \(B, S, 12\), but got \(4, 12\)$"):
+        require_width(torch.zeros(4, D), D, "memory", lead="B, S")
+    with pytest.raises(ValueError, match=r"expected shape \(B, S, 12\), but got \(2, 3, 5\)"):
+        require_width(torch.zeros(2, 3, 5), D, lead="B, S")
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.0, True, "4", None])
+def test_require_sizes_wants_positive_integers(value):
+    require_sizes(d_model=4, n_heads=1)
+    with pytest.raises(ValueError, match=rf"^n_heads must be a positive integer, but got {value!r}$"):
+        require_sizes(d_model=4, n_heads=value)
