@@ -129,7 +129,7 @@ def test_inputs_that_are_not_tensors_get_a_type_error_naming_them():
 def test_bad_mask_helpers():
     with pytest.raises(ValueError, match="length must be a positive integer, but got 0"):
         causal_mask(0)
-    with pytest.raises(ValueError, match=r"tokens: expected shape \(B, S\), but got \(4,\)"):
+    with pytest.raises(ValueError, match=r"tokens: expected token ids of shape \(B, S\), but got torch.int64 of shape \(4,\)"):
         padding_mask(torch.ones(4, dtype=torch.long), 0)
 
 

@@ -4,10 +4,12 @@ An independent audit passed a Python list where a tensor belongs and got
 ``AttributeError: 'list' object has no attribute 'dim'`` from thirteen public entry points. PyTorch's
 own layers raise TypeError there, and so must ours, naming the argument.
 """
+import re
+
 import pytest
 import torch
 
-from tf_tutorial._checks import require_sizes, require_tensors, require_width
+from tf_tutorial._checks import require_ids, require_sizes, require_tensors, require_width
 from tf_tutorial.attention import padding_mask
 from tf_tutorial.decoder import DecoderLayer
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -64,6 +66,16 @@ def test_require_tensors_names_the_first_argument_that_is_not_one():
     require_tensors(a=torch.zeros(1), b=torch.zeros(2))
     with pytest.raises(TypeError, match=r"^b must be a torch\.Tensor, but got tuple$"):
         require_tensors(a=torch.zeros(1), b=(1, 2))
+
+
+@pytest.mark.parametrize("tokens", [torch.ones(4, dtype=torch.long), torch.ones(2, 3, 1, dtype=torch.long),
+                                    torch.ones(2, 3), torch.ones(2, 3, dtype=torch.bool)])
+def test_require_ids_wants_a_two_dimensional_integer_tensor(tokens):
+    require_ids(torch.ones(2, 3, dtype=torch.long))
+    require_ids(torch.ones(2, 3, dtype=torch.int32))
+    got = re.escape(f"{tokens.dtype} of shape {tuple(tokens.shape)}")
+    with pytest.raises(ValueError, match=rf"^src: expected token ids of shape \(B, S\), but got {got}$"):
+        require_ids(tokens, "src", lead="B, S")
 
 
 def test_require_width_checks_the_last_dimension_and_with_lead_the_number_of_dimensions():

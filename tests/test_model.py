@@ -87,7 +87,7 @@ def test_equal_to_torch_transformer_with_copied_weights(norm_first):
 
 def test_bad_token_shapes():
     m = _model()
-    with pytest.raises(ValueError, match=r"src: expected token ids of shape \(B, L\), but got \(7,\)"):
+    with pytest.raises(ValueError, match=r"src: expected token ids of shape \(B, S\), but got torch.int64 of shape \(7,\)"):
         m(torch.ones(7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="same batch size"):
         m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))

@@ -32,6 +32,20 @@ def require_tensors(**tensors) -> None:
                             f"but got {type(t).__name__}")
 
 
+def require_ids(tokens, name: str = "tokens", lead: str = "B, L") -> None:
+    """检查 ``tokens`` 是一批词元编号：二维的整数张量，形状 (B, L)。
+
+    ``lead`` names the two dimensions in the message, e.g. "B, S" for a source.
+    Raise TypeError for a non-tensor, ValueError naming ``name``, the dtype and
+    shape received and the shape expected otherwise.
+    """
+    require_tensors(**{name: tokens})
+    if (tokens.dim() != 2 or tokens.dtype.is_floating_point
+            or tokens.dtype.is_complex or tokens.dtype == torch.bool):
+        raise ValueError(f"{name}: expected token ids of shape ({lead}), "
+                         f"but got {tokens.dtype} of shape {tuple(tokens.shape)}")
+
+
 def require_width(x, d_model: int, name: str = "x",
                   lead: str | None = None) -> None:
     """检查 ``x`` 是最后一维为 D 的张量；给出 ``lead``（如 "B, L"）时还检查维数。

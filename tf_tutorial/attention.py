@@ -18,7 +18,7 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import require_tensors
+from tf_tutorial._checks import require_ids, require_tensors
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -150,10 +150,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     (B, 1, S) boolean, True where the key is a real token, from token ids
     (B, S).
     """
-    require_tensors(tokens=tokens)
-    if tokens.dim() != 2:
-        raise ValueError(f"tokens: expected shape (B, S), "
-                         f"but got {tuple(tokens.shape)}")
+    require_ids(tokens, lead="B, S")
     return (tokens != pad_id)[:, None, :]
 
 

@@ -16,6 +16,7 @@ import functools
 
 import torch
 
+from tf_tutorial._checks import require_ids
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer
 
@@ -56,9 +57,7 @@ def _in_eval_mode(fn):
 
 
 def _max_len(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
-    if src.dim() != 2 or src.dtype.is_floating_point:
-        raise ValueError(f"src: expected token ids of shape (B, S), but got "
-                         f"{src.dtype} of shape {tuple(src.shape)}")
+    require_ids(src, "src", lead="B, S")
     limit = model.config.max_len - 1
     n = min(src.shape[1] + 20, limit) if max_len is None else max_len
     if not 1 <= n <= limit:

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_tensors, require_width
+from tf_tutorial._checks import require_ids, require_tensors, require_width
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -267,10 +267,7 @@ class GPT(nn.Module):
     def forward(self, tokens: torch.Tensor, cache: GPTCache | None = None,
                 return_weights: bool = False, keep: torch.Tensor | None = None):
         """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的打分。"""
-        require_tensors(tokens=tokens)
-        if tokens.dim() != 2:
-            raise ValueError("tokens: expected token ids of shape (B, L), "
-                             f"but got {tuple(tokens.shape)}")
+        require_ids(tokens)
         if keep is not None and (keep.dtype != torch.bool
                                  or keep.shape != tokens.shape):
             raise ValueError("keep: expected a boolean mask of shape "

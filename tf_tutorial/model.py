@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_tensors
+from tf_tutorial._checks import require_ids, require_sizes
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -138,18 +138,12 @@ class Transformer(nn.Module):
             # (V, D), one matrix, two uses
             self.out.weight = self.tgt_embed.table.weight
 
-    def _check_tokens(self, name: str, tokens: torch.Tensor) -> None:
-        require_tensors(**{name: tokens})
-        if tokens.dim() != 2:
-            raise ValueError(f"{name}: expected token ids of shape (B, L), "
-                             f"but got {tuple(tokens.shape)}")
-
     def encode(self, src: torch.Tensor):
         """编码源序列，返回记忆和源序列的填充掩码。
 
         src (B, S) → memory (B, S, D) and the source mask (B, 1, S).
         """
-        self._check_tokens("src", src)
+        require_ids(src, "src", lead="B, S")
         src_mask = padding_mask(src, self.config.pad_id)         # (B, 1, S)
         return (self.encoder(self.positions(self.src_embed(src)), src_mask),
                 src_mask)
@@ -168,7 +162,7 @@ class Transformer(nn.Module):
         ``return_weights=True`` also returns
         {"self": [(B, H, T, t + T)], "cross": [(B, H, T, S)]}.
         """
-        self._check_tokens("tgt_in", tgt_in)
+        require_ids(tgt_in, "tgt_in", lead="B, T")
         start, T = (0 if cache is None else cache.length), tgt_in.shape[1]
         if cache is None:
             self_mask = causal_mask(T, tgt_in.device) & padding_mask(
@@ -194,8 +188,8 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """教师强制（teacher forcing）下的一次完整前向：先编码，再解码。"""
-        self._check_tokens("src", src)
-        self._check_tokens("tgt_in", tgt_in)
+        require_ids(src, "src", lead="B, S")
+        require_ids(tgt_in, "tgt_in", lead="B, T")
         if src.shape[0] != tgt_in.shape[0]:
             raise ValueError(
                 f"src and tgt_in must have the same batch size, but got "
