@@ -62,6 +62,25 @@ def test_resume_continues_the_same_loss_curve(corpus, tmp_path):
     assert resumed.history["loss"] == pytest.approx(straight, rel=1e-5)
 
 
+def test_train_creates_a_missing_out_dir(corpus, tmp_path):
+    out = tmp_path / "runs" / "tiny"                 # neither folder exists yet
+    train(TINY, out_dir=out, corpus=corpus, progress=False, max_steps=2)
+    assert load_checkpoint(out / "checkpoint.pt")["step"] == 2
+
+
+def test_train_refuses_a_bad_out_dir_before_the_first_step(corpus, tmp_path, monkeypatch):
+    import tf_tutorial.train as train_module
+    steps = []
+    monkeypatch.setattr(train_module, "train_step", lambda *a, **k: steps.append(1))
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    with pytest.raises(ValueError, match=f"^out_dir={afile}: not a directory$"):
+        train(TINY, out_dir=afile, corpus=corpus, progress=False, max_steps=2)
+    with pytest.raises(ValueError, match=f"^out_dir={afile}/sub: directory is not writable"):
+        train(TINY, out_dir=afile / "sub", corpus=corpus, progress=False, max_steps=2)
+    assert steps == []                               # no training time was spent
+
+
 def test_checkpoint_errors(corpus, tmp_path):
     train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=2)
     other = dataclasses.replace(TINY, d_model=48)

@@ -174,6 +174,25 @@ class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     """
 
 
+def prepare_out_dir(out_dir, name: str = "out_dir=") -> Path:
+    """准备检查点的目录：不存在就创建，是文件或不可写就立刻报错。
+
+    Create ``out_dir`` (with its parents) and check that a file can be written
+    there, before any training time is spent; otherwise raise a ValueError
+    that names ``name`` and the path.
+    """
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{name}{out}: not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=out).close()
+    except OSError as e:
+        raise ValueError(f"{name}{out}: directory is not writable "
+                         f"({e.strerror or type(e).__name__})") from None
+    return out
+
+
 def save_checkpoint(path, **state) -> None:
     """保存检查点：先写临时文件再改名，保存失败时旧的检查点仍然完好。
 
@@ -318,7 +337,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     Train ``cfg`` and return the model, the corpus and the recorded curves.
 
-    ``resume``: a checkpoint path; training continues from its step with the
+    ``out_dir``: where the checkpoint (``checkpoint.pt``) is written, after
+    every evaluation and at the end; created if missing, checked before the
+    first step. ``resume``: a checkpoint path; training continues from its step with the
     same data order and random state, so the loss curve carries on as if never
     stopped. ``max_steps`` stops early (the schedule still follows
     ``cfg.steps``); used to show resuming. ``max_seconds`` stops once that much
@@ -330,6 +351,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     if max_seconds is not None and world > 1:
         raise ValueError("max_seconds cannot be used with several processes: "
                          "each would stop at a different step; use --steps")
+    if out_dir is not None and rank == 0:    # fail now, not after training
+        out_dir = prepare_out_dir(out_dir)
     dev = pick_device(device)
     if dev.type == "cuda" and world > 1:
         dev = torch.device("cuda", rank % torch.cuda.device_count())
@@ -514,14 +537,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _prepare_out(parser, out: Path) -> None:
-    if out.exists() and not out.is_dir():
-        parser.error(f"--out {out}: not a directory")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=out).close()
-    except OSError as e:
-        parser.error(f"--out {out}: directory is not writable "
-                     f"({e.strerror or type(e).__name__})")
+        prepare_out_dir(out, name="--out ")
+    except ValueError as e:
+        parser.error(str(e))
 
 
 def _config(parser, args) -> TrainConfig:
