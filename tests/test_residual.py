@@ -8,8 +8,8 @@ from tf_tutorial.interop import from_torch, torch_key_padding_mask
 from tf_tutorial.norm import LayerNorm
 from tf_tutorial.experiments.deep_stack import DeepStack, gradient_norms
 from tf_tutorial.residual import SublayerConnection
-from tf_tutorial.experiments.warmup import (ReverseModel, first_updates, train_reverse,
-                                            warmup_schedule)
+from tf_tutorial.experiments.warmup import (ReverseModel, first_updates, plateau_exit,
+                                            train_reverse, warmup_grid, warmup_schedule)
 
 B, L, D = 2, 7, 12
 
@@ -129,3 +129,21 @@ def test_eps_reaches_every_norm_of_a_stack():
     ours = from_torch(ref).double().eval()
     x = torch.randn(2, 5, 8, dtype=torch.float64)
     torch.testing.assert_close(ours(x), ref(x))
+
+
+def test_plateau_exit_is_the_first_step_whose_moving_average_is_below_the_level():
+    assert plateau_exit([2.0] * 30) is None
+    losses = [2.0] * 10 + [0.5] * 10   # the window ending at step e holds e - 10 values of 0.5:
+    assert plateau_exit(losses) == 17          # mean 2 - 0.15 (e - 10) < 1 first at e = 17
+    assert plateau_exit(losses, level=1.5) == 14
+    assert plateau_exit([0.1] * 5) is None     # fewer values than one window
+
+
+def test_warmup_grid_trains_each_placement_warmup_and_seed_as_train_reverse_would():
+    grid = warmup_grid(seeds=[0, 1], warmups=(0, 3), n_layers=2, steps=4)
+    assert list(grid) == [("Post-LN", 0), ("Post-LN", 3), ("Pre-LN", 0), ("Pre-LN", 3)]
+    torch.manual_seed(1)
+    alone = train_reverse(ReverseModel(2, norm_first=True), lr=3e-3, warmup_steps=3, steps=4,
+                          seed=1)
+    assert grid["Pre-LN", 3][1] == alone       # seed 1 sets the weights and the batches
+    assert grid["Pre-LN", 3][0] != alone

@@ -1,21 +1,24 @@
 """The scripts that write the book's committed records, run end to end at toy size.
 
 ``scripts/calibrate_cpu.py`` (chapter 10's calibration table), ``scripts/calibrate_ch11.py``
-(chapter 11's equal time) and ``scripts/ch12_variants.py`` (chapter 12's table) take minutes
+(chapter 11's equal time), ``scripts/ch12_variants.py`` (chapter 12's table) and
+``scripts/ch06_seeds.py`` (chapter 6's warmup runs at more seeds) take minutes
 to an hour, so nobody runs them in passing, and a change to ``train`` or ``gpt`` could break
 them unseen. Here each runs with a tiny model on a tiny corpus, writes into a temporary folder,
 and its record must have the shape of the committed one, which the chapters render (nbval
 proves that): a script that drifted from its chapter fails here, not at the next calibration.
 """
 import dataclasses
+import inspect
 import json
 
 import pytest
 
 from conftest import ROOT
-from scripts import calibrate_ch11, calibrate_cpu, ch12_variants
+from scripts import calibrate_ch11, calibrate_cpu, ch06_seeds, ch12_variants
 from tf_tutorial.book import records
 from tf_tutorial.corpus.data import make_corpus
+from tf_tutorial.experiments.warmup import plateau_exit, warmup_grid
 from tf_tutorial.gpt import GPTConfig, continuation_vocab
 from tf_tutorial.train import CONFIGS, train
 
@@ -213,3 +216,41 @@ def test_calibrate_cpu_writes_chapter_10s_table_row_by_row(monkeypatch, tmp_path
         assert_same_shape(row, expected_row, f"runs[{name!r}]")
     assert record["runs"]["tok2000"]["overrides"]["batch_tokens"] == 2000
     assert record["base"]["steps"] == 4
+
+
+def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path):
+    monkeypatch.setattr(ch06_seeds, "SETTINGS", {"n_layers": 2, "lr": 3e-3, "steps": 12,
+                                                 "warmups": [0, 60], "long_steps": 20})
+    monkeypatch.setattr(ch06_seeds, "save_record",
+                        lambda name, record: records.save_record(name, record, tmp_path))
+    assert ch06_seeds.main(["--seeds", "2"]) == 0
+    record = json.loads((tmp_path / ch06_seeds.NAME).read_text(encoding="utf-8"))
+    want = committed(ch06_seeds.NAME)
+    assert_same_shape(shape(record), shape(want))
+    assert record["seeds"] == [0, 1] and list(record["runs"]) == list(want["runs"])
+    for run in record["runs"].values():
+        assert [len(c) for c in run["loss"]] == [12, 12]
+        assert run["plateau_exit"] == [plateau_exit(c) for c in run["loss"]]
+    post = record["runs"]["Post-LN/0"]
+    assert [len(c) for c in post["long"]["loss"]] == [20, 20]
+    # the long run is the same run, trained further: same start, same batches, no schedule
+    assert [c[:12] for c in post["long"]["loss"]] == post["loss"]
+    with pytest.raises(SystemExit):
+        ch06_seeds.main(["--seeds", "0"])
+
+
+def test_the_committed_ch06_record_is_the_chapters_experiment():
+    record = committed(ch06_seeds.NAME)
+    defaults = {k: v.default for k, v in inspect.signature(warmup_grid).parameters.items()
+                if k != "seeds"}
+    settings = record["settings"]
+    assert settings == ch06_seeds.SETTINGS
+    assert {k: settings[k] for k in ("n_layers", "lr", "steps")} == \
+        {k: defaults[k] for k in ("n_layers", "lr", "steps")}
+    assert settings["warmups"] == list(defaults["warmups"])
+    assert record["seeds"] == list(range(5))
+    for run in record["runs"].values():
+        assert [len(c) for c in run["loss"]] == [settings["steps"]] * 5
+        assert run["plateau_exit"] == [plateau_exit(c) for c in run["loss"]]
+    long = record["runs"]["Post-LN/0"]["long"]
+    assert [len(c) for c in long["loss"]] == [settings["long_steps"]] * 5

@@ -119,3 +119,43 @@ def first_updates(model: ReverseModel, lr: float, warmup_steps: int,
     train_reverse(model, lr, warmup_steps, steps=steps, seed=seed,
                   on_step=record)
     return {"weights": torch.tensor(sizes), "output": torch.tensor(changes)}
+
+
+PLACEMENTS = {"Post-LN": False, "Pre-LN": True}   # name -> norm_first
+
+
+def plateau_exit(losses: list[float], level: float = 1.0,
+                 window: int = 10) -> int | None:
+    """损失的滑动平均第一次降到 ``level`` 以下的步数；一直没有降下来时返回 None。
+
+    The first step (counted from 1) at which the ``window``-step moving average
+    of ``losses`` is below ``level``: when a run left the plateau near
+    ln V. None if it never did.
+    """
+    for end in range(window, len(losses) + 1):
+        if sum(losses[end - window:end]) / window < level:
+            return end
+    return None
+
+
+def warmup_grid(seeds, warmups=(0, 60), n_layers: int = 12, lr: float = 3e-3,
+                steps: int = 200) -> dict[tuple[str, int], list[list[float]]]:
+    """把两种放法、有无预热的每一种组合，在每个种子下各训练一次。
+
+    Train :class:`ReverseModel` for every placement in :data:`PLACEMENTS`,
+    warmup length and seed (the seed sets both the initial weights and the
+    batches). Returns ``{(placement, warmup): [losses of each seed]}``, the
+    seeds in the order given. Chapter 6 runs seed 0 and renders the other seeds
+    from the record of ``python -m scripts.ch06_seeds``.
+    """
+    curves = {}
+    for name, norm_first in PLACEMENTS.items():
+        for warmup in warmups:
+            curves[name, warmup] = []
+            for seed in seeds:
+                torch.manual_seed(seed)
+                model = ReverseModel(n_layers, norm_first)
+                curves[name, warmup].append(train_reverse(
+                    model, lr=lr, warmup_steps=warmup, steps=steps,
+                    seed=seed))
+    return curves
