@@ -1,6 +1,6 @@
 """Chapter 6's warmup experiment with more seeds than the chapter trains live.
 
-    python -m scripts.ch06_seeds              # about 4 minutes on 2 cores
+    python -m scripts.ch06_seeds              # about 6 minutes on 2 cores
     python -m scripts.ch06_seeds --seeds 5    # seeds 0..4 (the default)
 
 Chapter 6 trains the 12-layer reversal model once per placement (Post-LN, Pre-LN) and warmup
@@ -24,7 +24,8 @@ from tf_tutorial.timing.clock import machine_label
 
 NAME = "ch06_warmup.json"
 SETTINGS = {"n_layers": 12, "lr": 3e-3, "steps": 200, "warmups": [0, 60],   # the chapter's
-            "long_steps": 600}   # Post-LN without warmup again, for longer: stuck, or late?
+            "long_steps": 600,   # Post-LN without warmup again, for longer: stuck, or late?
+            "low_lr": 1e-3, "low_lr_steps": 400}   # chapter 6's exercise 3: no warmup, lower lr
 
 
 def main(argv=None) -> int:
@@ -53,14 +54,23 @@ def main(argv=None) -> int:
         "loss": [[round(x, 5) for x in losses] for losses in long],
         "plateau_exit": [plateau_exit(losses) for losses in long]}
     print("Post-LN 0, long:", runs["Post-LN/0"]["long"]["plateau_exit"], flush=True)
+    low = {}
+    for (name, warmup), per_seed in warmup_grid(seeds, warmups=[0], n_layers=s["n_layers"],
+                                                lr=s["low_lr"], steps=s["low_lr_steps"]).items():
+        low[f"{name}/{warmup}"] = {
+            "placement": name, "warmup": warmup,
+            "loss": [[round(x, 5) for x in losses] for losses in per_seed],
+            "plateau_exit": [plateau_exit(losses) for losses in per_seed]}
+        print(name, warmup, f"lr {s['low_lr']}:", low[f"{name}/{warmup}"]["plateau_exit"], flush=True)
     record = {"machine": machine_label(), "torch": torch.__version__,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "method": (f"ReverseModel({s['n_layers']} layers), Adam lr {s['lr']}, "
                          f"{s['steps']} steps, batches of 32; each seed sets the initial "
                          "weights and the batches; plateau_exit: first step whose 10-step "
                          f"mean loss is below 1.0; Post-LN without warmup also for "
-                         f"{s['long_steps']} steps"),
-              "settings": s, "seeds": seeds, "runs": runs}
+                         f"{s['long_steps']} steps; both placements without warmup also at "
+                         f"lr {s['low_lr']} for {s['low_lr_steps']} steps"),
+              "settings": s, "seeds": seeds, "runs": runs, "low_lr_runs": low}
     print(save_record(NAME, record))
     return 0
 

@@ -220,7 +220,8 @@ def test_calibrate_cpu_writes_chapter_10s_table_row_by_row(monkeypatch, tmp_path
 
 def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path):
     monkeypatch.setattr(ch06_seeds, "SETTINGS", {"n_layers": 2, "lr": 3e-3, "steps": 12,
-                                                 "warmups": [0, 60], "long_steps": 20})
+                                                 "warmups": [0, 60], "long_steps": 20,
+                                                 "low_lr": 1e-3, "low_lr_steps": 15})
     monkeypatch.setattr(ch06_seeds, "save_record",
                         lambda name, record: records.save_record(name, record, tmp_path))
     assert ch06_seeds.main(["--seeds", "2"]) == 0
@@ -235,6 +236,10 @@ def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path):
     assert [len(c) for c in post["long"]["loss"]] == [20, 20]
     # the long run is the same run, trained further: same start, same batches, no schedule
     assert [c[:12] for c in post["long"]["loss"]] == post["loss"]
+    assert list(record["low_lr_runs"]) == ["Post-LN/0", "Pre-LN/0"]
+    for run in record["low_lr_runs"].values():
+        assert [len(c) for c in run["loss"]] == [15, 15]
+        assert run["plateau_exit"] == [plateau_exit(c) for c in run["loss"]]
     with pytest.raises(SystemExit):
         ch06_seeds.main(["--seeds", "0"])
 
@@ -254,3 +259,5 @@ def test_the_committed_ch06_record_is_the_chapters_experiment():
         assert run["plateau_exit"] == [plateau_exit(c) for c in run["loss"]]
     long = record["runs"]["Post-LN/0"]["long"]
     assert [len(c) for c in long["loss"]] == [settings["long_steps"]] * 5
+    for run in record["low_lr_runs"].values():
+        assert [len(c) for c in run["loss"]] == [settings["low_lr_steps"]] * 5
