@@ -1,6 +1,6 @@
 """Chapter 6's warmup experiment with more seeds than the chapter trains live.
 
-    python -m scripts.ch06_seeds              # about 6 minutes on 2 cores
+    python -m scripts.ch06_seeds              # about 7 minutes on 2 cores
     python -m scripts.ch06_seeds --seeds 5    # seeds 0..4 (the default)
 
 Chapter 6 trains the 12-layer reversal model once per placement (Post-LN, Pre-LN) and warmup
