@@ -147,3 +147,14 @@ def test_warmup_grid_trains_each_placement_warmup_and_seed_as_train_reverse_woul
                           seed=1)
     assert grid["Pre-LN", 3][1] == alone       # seed 1 sets the weights and the batches
     assert grid["Pre-LN", 3][0] != alone
+
+
+def test_warmup_grid_can_train_one_placement_and_a_longer_run_starts_as_the_short_one():
+    short = warmup_grid(seeds=[2], warmups=[0], n_layers=2, steps=4)
+    long = warmup_grid(seeds=[2], warmups=[0], n_layers=2, steps=7, placements=["Post-LN"])
+    assert list(long) == [("Post-LN", 0)]
+    # no schedule without warmup: the first 4 steps of the longer run are the short run
+    assert long["Post-LN", 0][0][:4] == short["Post-LN", 0][0]
+    with_warmup = warmup_grid(seeds=[2], warmups=[3], n_layers=2, steps=4,
+                              placements=["Post-LN"])
+    assert with_warmup["Post-LN", 3][0] != short["Post-LN", 0][0]

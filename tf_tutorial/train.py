@@ -339,9 +339,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     ``out_dir``: where the checkpoint (``checkpoint.pt``) is written, after
     every evaluation and at the end; created if missing, checked before the
-    first step. ``resume``: a checkpoint path; training continues from its step with the
-    same data order and random state, so the loss curve carries on as if never
-    stopped. ``max_steps`` stops early (the schedule still follows
+    first step. ``resume``: a checkpoint path; training continues from its
+    step with the same data order and random state, so the loss curve carries
+    on as if never stopped. ``max_steps`` stops early (the schedule still follows
     ``cfg.steps``); used to show resuming. ``max_seconds`` stops once that much
     training time has passed (a time budget). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests

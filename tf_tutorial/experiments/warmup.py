@@ -129,8 +129,9 @@ def plateau_exit(losses: list[float], level: float = 1.0,
     """损失的滑动平均第一次降到 ``level`` 以下的步数；一直没有降下来时返回 None。
 
     The first step (counted from 1) at which the ``window``-step moving average
-    of ``losses`` is below ``level``: when a run left the plateau near
-    ln V. None if it never did.
+    of ``losses`` is below ``level``: when a run dropped off the plateau its
+    loss first eases along (near 2 for chapter 6's task). None if it never
+    did.
     """
     for end in range(window, len(losses) + 1):
         if sum(losses[end - window:end]) / window < level:
@@ -139,17 +140,19 @@ def plateau_exit(losses: list[float], level: float = 1.0,
 
 
 def warmup_grid(seeds, warmups=(0, 60), n_layers: int = 12, lr: float = 3e-3,
-                steps: int = 200) -> dict[tuple[str, int], list[list[float]]]:
+                steps: int = 200, placements=tuple(PLACEMENTS)
+                ) -> dict[tuple[str, int], list[list[float]]]:
     """把两种放法、有无预热的每一种组合，在每个种子下各训练一次。
 
-    Train :class:`ReverseModel` for every placement in :data:`PLACEMENTS`,
-    warmup length and seed (the seed sets both the initial weights and the
+    Train :class:`ReverseModel` for every placement (names from
+    :data:`PLACEMENTS`), warmup length and seed (the seed sets both the initial weights and the
     batches). Returns ``{(placement, warmup): [losses of each seed]}``, the
     seeds in the order given. Chapter 6 runs seed 0 and renders the other seeds
     from the record of ``python -m scripts.ch06_seeds``.
     """
     curves = {}
-    for name, norm_first in PLACEMENTS.items():
+    for name in placements:
+        norm_first = PLACEMENTS[name]
         for warmup in warmups:
             curves[name, warmup] = []
             for seed in seeds:
