@@ -65,15 +65,29 @@ def test_parameter_count_is_that_of_single_head():
     assert count(MultiHeadAttention(D, H)) == count(MultiHeadAttention(D, 1)) == 4 * D * D + 4 * D
 
 
-def test_fully_masked_query_gives_zeros_before_w_o():
-    mha = MultiHeadAttention(D, H, bias=False)
-    x = torch.randn(B, T, D)
+def test_fully_masked_query_gives_zeros_not_the_bias_and_leaves_other_rows_alone():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(D, H)  # bias=True: W^O of zeros would be W^O's bias
+    x = torch.randn(B, T, D, requires_grad=True)
     allowed = torch.ones(B, T, T, dtype=torch.bool)
     allowed[0, 1] = False
+    others = torch.ones(B, T, dtype=torch.bool)
+    others[0, 1] = False
     for fused in (True, False):
         mha.fused = fused
         out = mha(x, x, x, allowed)
-        assert not out.isnan().any() and (out[0, 1] == 0).all()  # W^O of zeros, no bias, is zero
+        assert not out.isnan().any() and (out[0, 1] == 0).all()
+        assert (mha.w_o.bias != 0).any()
+        # a query row's output depends on its own mask row only
+        torch.testing.assert_close(out[others], mha(x, x, x)[others])
+        x.grad = None
+        out.sum().backward()
+        assert x.grad.isfinite().all()
+    # a padding mask (B, 1, S) that hides a whole sentence: every row of it is 0
+    keys = torch.ones(B, 1, T, dtype=torch.bool)
+    keys[1] = False
+    out = mha(x, x, x, keys)
+    assert (out[1] == 0).all() and (out[0] != 0).any()
 
 
 def test_eval_is_deterministic_and_dropout_acts_in_training():

@@ -108,6 +108,8 @@ class MultiHeadAttention(nn.Module):
             holds, (B, T, t + S).
     Returns:
         (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S).
+        A query whose mask row is all False outputs zeros (its weights too),
+        never NaN and not W^O's bias.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0,
@@ -170,6 +172,8 @@ class MultiHeadAttention(nn.Module):
         if mask is not None:
             check_mask(mask, (query.shape[0], query.shape[1],
                               k.shape[2]))  # (B, T, S)
+            # False for a query that may attend to no key at all: (B, T, 1)
+            has_key = mask.any(dim=-1, keepdim=True)
             if mask.dim() == 3:
                 # (B, 1, T, S): the same mask for every head
                 mask = mask[:, None]
@@ -181,6 +185,8 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask,
                                                         dropout_p=p)
         out = self.w_o(self.merge_heads(out))  # (B, T, D)
+        if mask is not None:  # such a query outputs 0, not W^O's bias
+            out = out.masked_fill(~has_key, 0.0)
         return (out, weights) if return_weights else out
 
 
@@ -208,7 +214,8 @@ class GroupedQueryAttention(nn.Module):
     Shape:
         As :class:`MultiHeadAttention`: query (B, T, D); key, value (B, S, D);
         mask boolean, broadcastable to (B, T, S), with a cache (B, T, t + S);
-        True = may attend, every head.
+        True = may attend, every head; a query with no key to attend to
+        outputs zeros, as in :class:`MultiHeadAttention`.
     Returns:
         (B, T, D); with ``return_weights=True`` also the weights (B, H, T, S),
         from the readable path; otherwise
@@ -276,6 +283,8 @@ class GroupedQueryAttention(nn.Module):
         """
         if mask is not None:
             check_mask(mask, (q.shape[0], q.shape[2], k.shape[2]))  # (B, T, S)
+            # False for a query that may attend to no key at all: (B, T, 1)
+            has_key = mask.any(dim=-1, keepdim=True)
             if mask.dim() == 3:
                 # (B, 1, T, S): the same mask for every head
                 mask = mask[:, None]
@@ -293,4 +302,6 @@ class GroupedQueryAttention(nn.Module):
         B, _, T, _ = out.shape
         out = self.w_o(
             out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
+        if mask is not None:  # such a query outputs 0, not W^O's bias
+            out = out.masked_fill(~has_key, 0.0)
         return (out, weights) if return_weights else out
