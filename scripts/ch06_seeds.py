@@ -57,8 +57,8 @@ def main(argv=None) -> int:
     long = entries(warmup_grid(seeds, warmups=[0], steps=s["long_steps"],
                                placements=["Post-LN"], **grid))
     runs["Post-LN/0"]["long"] = {k: long["Post-LN/0"][k] for k in ("loss", "plateau_exit")}
-    low = entries(warmup_grid(seeds, warmups=[0], n_layers=s["n_layers"], lr=s["low_lr"],
-                              steps=s["low_lr_steps"]))
+    low = entries(warmup_grid(seeds, warmups=[0], steps=s["low_lr_steps"],
+                              **dict(grid, lr=s["low_lr"])))
     record = {"machine": machine_label(), "torch": torch.__version__,
               "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "method": (f"ReverseModel({s['n_layers']} layers), Adam lr {s['lr']}, "

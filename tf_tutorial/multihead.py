@@ -37,6 +37,20 @@ def check_inputs(query, key, value, d_model: int) -> None:
                          f"{tuple(value.shape)}")
 
 
+def heads_mask(mask, batch: int, queries: int, keys: int):
+    """检查一个各头共用的掩码，并找出一个键都不许看的查询。
+
+    Check that ``mask`` broadcasts to (B, T, S) = (batch, queries, keys) and
+    return it shaped for the heads ((B, 1, T, S) from a 3-D mask; fewer
+    dimensions broadcast as they are) with ``has_key``, broadcastable to
+    (B, T, 1): False for a query that may attend to no key, whose output an
+    attention module then sets to 0 after W^O (otherwise W^O's bias).
+    """
+    check_mask(mask, (batch, queries, keys))
+    has_key = mask.any(dim=-1, keepdim=True)
+    return (mask[:, None] if mask.dim() == 3 else mask), has_key
+
+
 class KVCache:
     """一个注意力层在解码的各步之间保存的键和值（KV 缓存，第 10 章）。
 
@@ -169,14 +183,9 @@ class MultiHeadAttention(nn.Module):
 
         query (B, T, D) against projected k, v (B, H, S, d_k) → (B, T, D).
         """
-        if mask is not None:
-            check_mask(mask, (query.shape[0], query.shape[1],
-                              k.shape[2]))  # (B, T, S)
-            # False for a query that may attend to no key at all: (B, T, 1)
-            has_key = mask.any(dim=-1, keepdim=True)
-            if mask.dim() == 3:
-                # (B, 1, T, S): the same mask for every head
-                mask = mask[:, None]
+        if mask is not None:  # (B, T, S) → (B, 1, T, S), one for every head
+            mask, has_key = heads_mask(mask, query.shape[0], query.shape[1],
+                                       k.shape[2])
         q = self.split_heads(self.w_q(query))  # (B, H, T, d_k)
         p = self.dropout if self.training else 0.0
         if self.fused and not return_weights:
@@ -281,13 +290,9 @@ class GroupedQueryAttention(nn.Module):
 
         q (B, H, T, d_k) against k, v (B, H_kv, S, d_k) → (B, T, D).
         """
-        if mask is not None:
-            check_mask(mask, (q.shape[0], q.shape[2], k.shape[2]))  # (B, T, S)
-            # False for a query that may attend to no key at all: (B, T, 1)
-            has_key = mask.any(dim=-1, keepdim=True)
-            if mask.dim() == 3:
-                # (B, 1, T, S): the same mask for every head
-                mask = mask[:, None]
+        if mask is not None:  # (B, T, S) → (B, 1, T, S), one for every head
+            mask, has_key = heads_mask(mask, q.shape[0], q.shape[2],
+                                       k.shape[2])
         p = self.dropout if self.training else 0.0
         # the readable path: each key/value head repeated for its group
         if return_weights:
