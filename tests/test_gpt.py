@@ -328,6 +328,55 @@ def test_eos_pads_the_rest_of_a_row_and_stops_when_all_are_done(prompt, use_cach
     assert torch.equal(ids[1:, :7], free[1:, :7]) and (ids[1:, 7] == EOS).all()
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_prompts_of_different_lengths_in_one_batch_equal_each_prompt_alone(use_cache):
+    m = _model()
+    ends = [2, 5, 3, 5]
+    prompt = _tokens(4, 5, seed=12)
+    prompt[0, 2:] = PAD                                        # padded on the right
+    prompt[2, 3:] = 7                                          # whatever lies past a row's length is ignored
+    got = generate(m, prompt, 6, top_k=1, use_cache=use_cache, lengths=ends)
+    assert got.shape == (4, 5 + 6)
+    for b, n in enumerate(ends):
+        alone = generate(m, prompt[b, :n], 6, top_k=1)
+        assert torch.equal(got[b, :n + 6], alone)
+        assert (got[b, n + 6:] == PAD).all()
+    # the rows really differ in what they read: pretending every row is 5 long changes rows 0 and 2
+    full = generate(m, prompt, 6, top_k=1)
+    assert not torch.equal(full[0, 5:], got[0, 2:8]) and not torch.equal(full[2, 5:], got[2, 3:9])
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_rows_of_different_lengths_stop_at_their_own_eos(use_cache):
+    """A row that says EOS leaves the batch; the others go on as if it had never been there."""
+    m = _model()
+    ends = [4, 2, 3]
+    prompt = _tokens(3, 4, seed=13)
+    free = generate(m, prompt, 8, top_k=1, lengths=ends)
+    eos = int(free[1, ends[1] + 2])          # call row 1's 3rd new token "EOS"
+    new = [free[b, n:n + 8].tolist() for b, n in enumerate(ends)]
+    stops = [row.index(eos) if eos in row else None for row in new]
+    assert stops[1] == 2 and len(set(stops)) == 3            # rows stop at different steps, or never
+    out = generate(m, prompt, 8, top_k=1, eos_id=eos, use_cache=use_cache, lengths=ends)
+    assert out.shape[1] == max(n + (8 if k is None else k + 1) for n, k in zip(ends, stops))
+    for b, (n, k) in enumerate(zip(ends, stops)):
+        one = generate(m, prompt[b, :n], 8, top_k=1, eos_id=eos, use_cache=use_cache)
+        assert torch.equal(out[b, :len(one)], one)             # the same tokens as the row alone
+        assert (out[b, len(one):] == PAD).all()
+        assert k is None or one[-1] == eos and len(one) == n + k + 1
+
+
+@pytest.mark.parametrize("lengths, message", [
+    ([4, 4], r"lengths: expected 3 integers in \[1, 4\] \(one per prompt row\), but got \[4, 4\]"),
+    ([0, 4, 4], r"expected 3 integers in \[1, 4\].*but got \[0, 4, 4\]"),
+    ([5, 4, 4], r"but got \[5, 4, 4\]"),
+    (torch.tensor([1.0, 2.0, 3.0]), r"lengths: expected 3 integers"),
+])
+def test_bad_lengths(prompt, lengths, message):
+    with pytest.raises(ValueError, match=message):
+        generate(_model(), prompt, 2, lengths=lengths)
+
+
 @pytest.mark.parametrize("prompt_, n, message", [
     (torch.ones(1, 25, dtype=torch.long), 0, "prompt length 25 exceeds the model's max_len=24"),
     (torch.ones(1, 20, dtype=torch.long), 5, r"prompt length 20 \+ max_new_tokens 5 = 25 exceeds .*=24"),

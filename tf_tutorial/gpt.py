@@ -373,16 +373,18 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
              top_p: float | None = None,
              generator: torch.Generator | None = None,
              eos_id: int | None = None,
-             use_cache: bool = True) -> torch.Tensor:
+             use_cache: bool = True,
+             lengths: torch.Tensor | list[int] | None = None
+             ) -> torch.Tensor:
     """从提示逐词生成：每一步把最新的词元送进模型，按 :func:`sample` 抽下一个。
 
     Continue ``prompt`` by ``max_new_tokens`` tokens, one at a time.
 
     Args:
         prompt: (B, L) ids, or (L,) for one sequence. Every row is a real prompt
-            (no padding).
-        max_new_tokens: tokens to add; prompt length + max_new_tokens must fit
-            in ``max_len``.
+            (no padding), unless ``lengths`` says otherwise.
+        max_new_tokens: tokens to add to each row; prompt length +
+            max_new_tokens must fit in ``max_len``.
         temperature, top_k, top_p, generator: as in :func:`sample`, over
             every token but ``pad_id``, which is never generated.
         eos_id: stop a row once it has produced this id (the rest of the row
@@ -390,12 +392,20 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             always adds ``max_new_tokens`` tokens.
         use_cache: False recomputes the whole sequence at every step (for
             comparison).
+        lengths: (B,) the true length of each row of a (B, L) prompt that is
+            padded on the right, so that prompts of different lengths share
+            one batch. Generation starts at the shortest prompt; a row whose
+            prompt is longer is fed its own next prompt token instead of a
+            drawn one until its prompt is read (no padding mask is needed).
+            None: every row has length L.
     Returns:
         (B, L + n) ids, the prompt followed by the n ≤ max_new_tokens new tokens
-        ((L + n,) for a 1-D prompt).
+        ((L + n,) for a 1-D prompt). With ``lengths``, row b holds its
+        ``lengths[b]`` prompt tokens, its new tokens, then ``pad_id``.
     Raises:
         ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty
-        prompt, or one that does not fit in ``max_len`` with the new tokens.
+        prompt, one that does not fit in ``max_len`` with the new tokens, or
+        ``lengths`` that are not B integers in [1, L].
     """
     _check_sampling(temperature, top_k, top_p)
     if eos_id is not None and (not isinstance(eos_id, int)
@@ -414,9 +424,10 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
                          f"{prompt.dtype} of shape {tuple(prompt.shape)}")
     one = prompt.dim() == 1
     seq = prompt[None] if one else prompt
-    L, limit = seq.shape[1], model.config.max_len
+    (B, L), limit, pad_id = seq.shape, model.config.max_len, model.config.pad_id
     if L == 0:
         raise ValueError("prompt is empty: give at least one token to continue")
+    ends = _prompt_lengths(lengths, B, L)   # (B,) each row's prompt length
     if L > limit:
         raise ValueError(f"prompt length {L} exceeds the model's "
                          f"max_len={limit}")
@@ -424,33 +435,59 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         raise ValueError(f"prompt length {L} + max_new_tokens "
                          f"{max_new_tokens} = {L + max_new_tokens} "
                          f"exceeds the model's max_len={limit}")
+    device = next(model.parameters()).device
+    ends = ends.to(device)
+    out = torch.full((B, L + max_new_tokens), pad_id, device=device)
+    out[:, :L] = seq.to(device).masked_fill(
+        torch.arange(L, device=device) >= ends[:, None], pad_id)
+    first = int(ends.min())
+    if max_new_tokens == 0:
+        return out[0] if one else out
     was_training = model.training
     model.eval()
     try:
-        seq = seq.to(next(model.parameters()).device).long()
+        rows = torch.arange(B, device=device)   # the rows still being written
         cache = model.new_cache() if use_cache else None
-        done = torch.zeros(seq.shape[0], dtype=torch.bool, device=seq.device)
-        last = torch.zeros_like(seq, dtype=torch.bool)
-        last[:, -1] = True                    # only the last position's logits
-        logits = (model(seq, cache, keep=last)
-                  if max_new_tokens else None)  # (B, |V|)
-        for step in range(max_new_tokens):
+        last = torch.zeros(B, first, dtype=torch.bool, device=device)
+        last[:, -1] = True                # only the last position's logits
+        logits = model(out[:, :first], cache, keep=last)   # (B, |V|)
+        for t in range(first, L + max_new_tokens):
             # <pad> is never drawn: later tokens could not see it (it is
             # masked as a key), and cached and recomputed generation would part
-            logits[:, model.config.pad_id] = float("-inf")
-            nxt = sample(logits, temperature, top_k, top_p, generator)  # (B,)
+            logits[:, pad_id] = float("-inf")
+            nxt = sample(logits, temperature, top_k, top_p, generator)  # (b,)
+            reading = t < ends[rows]              # still inside its prompt
+            nxt = torch.where(reading, out[rows, t], nxt)
+            out[rows, t] = nxt
+            finished = t + 1 == ends[rows] + max_new_tokens
             if eos_id is not None:
-                nxt = nxt.masked_fill(done, model.config.pad_id)
-                done |= nxt == eos_id
-            seq = torch.cat([seq, nxt[:, None]], dim=1)
-            if (step == max_new_tokens - 1
-                    or (eos_id is not None and done.all())):
+                finished |= ~reading & (nxt == eos_id)
+            if finished.all():
                 break
+            if finished.any():                  # finished rows leave the batch
+                alive = (~finished).nonzero()[:, 0]
+                rows, nxt = rows[alive], nxt[alive]
+                if use_cache:
+                    cache.reorder(alive)
             logits = (model(nxt[:, None], cache) if use_cache
-                      else model(seq))[:, -1]
+                      else model(out[rows, :t + 1]))[:, -1]
     finally:
         model.train(was_training)
-    return seq[0] if one else seq
+    out = out[:, :t + 1]
+    return out[0] if one else out
+
+
+def _prompt_lengths(lengths, B: int, L: int) -> torch.Tensor:
+    """``generate`` 的 ``lengths``：检查后成为 (B,) 的整数张量。"""
+    if lengths is None:
+        return torch.full((B,), L)
+    ends = torch.as_tensor(lengths)
+    if (ends.shape != (B,) or ends.is_floating_point()
+            or ends.dtype == torch.bool
+            or B and not (1 <= int(ends.min()) and int(ends.max()) <= L)):
+        raise ValueError(f"lengths: expected {B} integers in [1, {L}] "
+                         f"(one per prompt row), but got {lengths!r}")
+    return ends.long()
 
 
 # --- translation as continuation ----------------------------------------------
@@ -597,27 +634,30 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
 
     Continue ``English <sep>`` for every pair; outputs as space-joined strings.
 
-    Prompts of one length go through :func:`generate` together (no padding
-    inside a prompt), each allowed its longest reference + ``extra`` tokens. The
+    All prompts go through :func:`generate` together, padded on the right and
+    passed with their ``lengths``. An output may have as many tokens as the
+    longest reference among the prompts of its length, plus ``extra`` (as
+    long as the longest prompt still fits in ``max_len`` with them). The
     default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
     ``generator`` are passed on to :func:`sample`.
     """
+    if not pairs:
+        return []
     device = next(model.parameters()).device
     items = encode_continuation(pairs, vocab)
-    groups: dict[int, list[int]] = {}
-    for i, (_, p) in enumerate(items):
-        groups.setdefault(p, []).append(i)
-    out = [""] * len(pairs)
-    for p, idx in sorted(groups.items()):
-        prompt = torch.tensor([items[i][0][:p] for i in idx],
-                              device=device)  # (B, S)
-        n = min(max(len(pairs[i][1]) for i in idx) + extra,
-                model.config.max_len - p)
-        ids = generate(model, prompt, n, temperature, top_k, top_p, generator,
-                       eos_id=vocab.eos_id)
-        for i, row in zip(idx, ids[:, p:].cpu()):
-            out[i] = " ".join(vocab.decode(row))
-    return out
+    lengths = [p for _, p in items]
+    limit = {}                               # prompt length -> most new tokens
+    for p, (_, zh) in zip(lengths, pairs):
+        limit[p] = min(max(limit.get(p, 0), len(zh) + extra),
+                       model.config.max_len - p)
+    L = max(lengths)
+    prompt = pad([ids[:p] for ids, p in items], vocab.pad_id).to(device)
+    ids = generate(model, prompt, min(max(limit.values()),
+                                      model.config.max_len - L),
+                   temperature, top_k, top_p, generator, eos_id=vocab.eos_id,
+                   lengths=lengths)
+    return [" ".join(vocab.decode(row[p:p + limit[p]]))
+            for p, row in zip(lengths, ids.cpu())]
 
 
 def evaluate_continuation(model: GPT, vocab: Vocab, pairs) -> dict:
