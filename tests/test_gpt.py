@@ -296,6 +296,7 @@ def test_generate_shapes_and_training_mode(prompt):
     one = generate(m, prompt[1], 6, top_k=1)
     assert one.dim() == 1 and torch.equal(one, out[1])
     assert torch.equal(generate(m, prompt, 0), prompt)
+    assert generate(m, prompt[:0], 6).shape == (0, 4 + 6)      # an empty batch is no error
     m.eval()
     generate(m, prompt, 2)
     assert not m.training
@@ -366,11 +367,48 @@ def test_rows_of_different_lengths_stop_at_their_own_eos(use_cache):
         assert k is None or one[-1] == eos and len(one) == n + k + 1
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_eos_inside_a_longer_prompt_is_read_not_obeyed(use_cache):
+    m = _model()
+    prompt = _tokens(2, 6, seed=14)
+    prompt[1, 3] = EOS                      # read while the shorter row is already writing
+    got = generate(m, prompt, 4, top_k=1, eos_id=EOS, use_cache=use_cache, lengths=[2, 6])
+    alone = generate(m, prompt[1], 4, top_k=1, eos_id=EOS, use_cache=use_cache)
+    assert len(alone) > 6 and torch.equal(got[1, :len(alone)], alone)
+
+
+def test_what_lies_past_a_length_never_reaches_the_output():
+    m = _model()
+    prompt = _tokens(3, 6, seed=15)         # no PAD anywhere: all of it past the lengths is junk
+    assert torch.equal(generate(m, prompt, 0, lengths=[2, 6, 3])[0], torch.tensor([*prompt[0, :2], *[PAD] * 4]))
+    free = generate(m, prompt, 3, top_k=1, lengths=[1, 6, 3])
+    eos = int(free[0, 1])                    # row 0 stops at its first new token
+    out = generate(m, prompt, 3, top_k=1, eos_id=eos, lengths=[1, 6, 3])
+    assert out[0, 1] == eos and (out[0, 2:] == PAD).all()
+
+
+def test_a_row_that_finishes_while_another_still_reads_its_prompt():
+    m = _model()
+    prompt = _tokens(2, 8, seed=16)
+    got = generate(m, prompt, 2, top_k=1, lengths=torch.tensor([1, 8], dtype=torch.int32))
+    assert torch.equal(got[0], torch.tensor([*generate(m, prompt[0, :1], 2, top_k=1), *[PAD] * 7]))
+    assert torch.equal(got[1], generate(m, prompt[1], 2, top_k=1))
+    one = generate(m, prompt[0, :5].int(), 2, top_k=1, lengths=[3])   # a 1-D prompt, int32 ids
+    assert torch.equal(one, generate(m, prompt[0, :3], 2, top_k=1))    # width max(lengths) + 2
+    assert generate(m, prompt[:0], 2, lengths=[]).shape == (0, 8 + 2)  # an empty batch
+
+
 @pytest.mark.parametrize("lengths, message", [
-    ([4, 4], r"lengths: expected 3 integers in \[1, 4\] \(one per prompt row\), but got \[4, 4\]"),
-    ([0, 4, 4], r"expected 3 integers in \[1, 4\].*but got \[0, 4, 4\]"),
+    ([4, 4], r"lengths: expected 3 integer\(s\) in \[1, 4\] \(one per prompt row\), but got \[4, 4\]"),
+    ([0, 4, 4], r"expected 3 integer\(s\) in \[1, 4\].*but got \[0, 4, 4\]"),
     ([5, 4, 4], r"but got \[5, 4, 4\]"),
-    (torch.tensor([1.0, 2.0, 3.0]), r"lengths: expected 3 integers"),
+    (torch.tensor([1.0, 2.0, 3.0]), r"lengths: expected 3 integer"),
+    (torch.tensor([True, True, True]), r"lengths: expected 3 integer"),
+    (["a", "b", "c"], r"lengths: expected 3 integer.*but got \['a', 'b', 'c'\]"),
+    ([[1], [2, 3], [4]], r"lengths: expected 3 integer"),
+    ([1, None, 2], r"lengths: expected 3 integer"),
+    ([2 ** 70, 1, 1], r"lengths: expected 3 integer"),
+    (3, r"lengths: expected 3 integer.*but got 3$"),
 ])
 def test_bad_lengths(prompt, lengths, message):
     with pytest.raises(ValueError, match=message):
@@ -442,6 +480,29 @@ def test_continuation_batch_masks_the_prompt():
         assert y[row].tolist() == [PAD if t < p - 1 else seq[t + 1] for t in range(6)]
 
 
+def test_translation_budget_is_the_longest_reference_of_the_prompt_length_plus_extra():
+    pairs = _pairs() + [(["I", "see", "fish", "."], ["我", "看见", "鱼", "鱼", "。"])]  # one longer reference
+    vocab = _vocab(pairs)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=40,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id)).eval()
+
+    def never_eos(module, inputs, out):
+        out = out.clone()
+        out[..., vocab.eos_id] = float("-inf")
+        return out
+
+    handle = model.out.register_forward_hook(never_eos)
+    try:
+        hyps = translate_continuation(model, vocab, pairs, extra=2)
+    finally:
+        handle.remove()
+    # prompts "I see cats . <sep>" (5 tokens): longest reference 5, so 7 tokens each; "cats . <sep>": 2 + 2
+    assert [len(h.split()) for h in hyps] == [7] * (len(pairs) - 2) + [4, 7]
+    with pytest.raises(ValueError, match="extra must be an integer >= 0, but got -1"):
+        translate_continuation(model, vocab, pairs, extra=-1)
+
+
 def test_train_and_translate_continuation():
     pairs = _pairs()
     vocab = _vocab(pairs)
@@ -458,7 +519,7 @@ def test_train_and_translate_continuation():
     hyps = translate_continuation(model, vocab, pairs)
     assert len(hyps) == len(pairs) and all(isinstance(h, str) for h in hyps)
     assert all(t in vocab for h in hyps for t in h.split())
-    assert hyps == [translate_continuation(model, vocab, [p])[0] for p in pairs]   # grouping keeps the order
+    assert hyps == [translate_continuation(model, vocab, [p])[0] for p in pairs]   # one batch keeps the order
     g = lambda: torch.Generator().manual_seed(3)                                  # noqa: E731
     sampled = translate_continuation(model, vocab, pairs, temperature=2.0, top_k=None, generator=g())
     assert len(sampled) == len(pairs) and sampled != hyps

@@ -394,14 +394,17 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             comparison).
         lengths: (B,) the true length of each row of a (B, L) prompt that is
             padded on the right, so that prompts of different lengths share
-            one batch. Generation starts at the shortest prompt; a row whose
-            prompt is longer is fed its own next prompt token instead of a
-            drawn one until its prompt is read (no padding mask is needed).
-            None: every row has length L.
+            one batch. The first forward pass reads the first min(lengths)
+            tokens, which every row has; after that, a row still inside its
+            prompt takes its own next prompt token instead of the drawn one
+            (no padding mask is needed). A finished row leaves the batch, so
+            with ``lengths`` or ``eos_id`` a row's random draws depend on the
+            other rows. None: every row has length L.
     Returns:
         (B, L + n) ids, the prompt followed by the n ≤ max_new_tokens new tokens
-        ((L + n,) for a 1-D prompt). With ``lengths``, row b holds its
-        ``lengths[b]`` prompt tokens, its new tokens, then ``pad_id``.
+        ((L + n,) for a 1-D prompt). With ``lengths``, L is max(lengths): row b
+        holds its ``lengths[b]`` prompt tokens, its new tokens, then
+        ``pad_id``.
     Raises:
         ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty
         prompt, one that does not fit in ``max_len`` with the new tokens, or
@@ -427,22 +430,24 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
     (B, L), limit, pad_id = seq.shape, model.config.max_len, model.config.pad_id
     if L == 0:
         raise ValueError("prompt is empty: give at least one token to continue")
-    ends = _prompt_lengths(lengths, B, L)   # (B,) each row's prompt length
-    if L > limit:
-        raise ValueError(f"prompt length {L} exceeds the model's "
+    ends = _prompt_lengths(lengths, B, L)     # (B,) each row's prompt length
+    longest = int(ends.max()) if B else L
+    if longest > limit:
+        raise ValueError(f"prompt length {longest} exceeds the model's "
                          f"max_len={limit}")
-    if L + max_new_tokens > limit:
-        raise ValueError(f"prompt length {L} + max_new_tokens "
-                         f"{max_new_tokens} = {L + max_new_tokens} "
+    if longest + max_new_tokens > limit:
+        raise ValueError(f"prompt length {longest} + max_new_tokens "
+                         f"{max_new_tokens} = {longest + max_new_tokens} "
                          f"exceeds the model's max_len={limit}")
     device = next(model.parameters()).device
     ends = ends.to(device)
-    out = torch.full((B, L + max_new_tokens), pad_id, device=device)
-    out[:, :L] = seq.to(device).masked_fill(
-        torch.arange(L, device=device) >= ends[:, None], pad_id)
-    first = int(ends.min())
-    if max_new_tokens == 0:
+    width = longest + max_new_tokens
+    out = torch.full((B, width), pad_id, device=device)
+    out[:, :longest] = seq[:, :longest].to(device).masked_fill(
+        torch.arange(longest, device=device) >= ends[:, None], pad_id)
+    if max_new_tokens == 0 or B == 0:
         return out[0] if one else out
+    first = int(ends.min())                   # every row has a real token here
     was_training = model.training
     model.eval()
     try:
@@ -451,21 +456,22 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         last = torch.zeros(B, first, dtype=torch.bool, device=device)
         last[:, -1] = True                # only the last position's logits
         logits = model(out[:, :first], cache, keep=last)   # (B, |V|)
-        for t in range(first, L + max_new_tokens):
+        for t in range(first, width):
             # <pad> is never drawn: later tokens could not see it (it is
             # masked as a key), and cached and recomputed generation would part
             logits[:, pad_id] = float("-inf")
             nxt = sample(logits, temperature, top_k, top_p, generator)  # (b,)
-            reading = t < ends[rows]              # still inside its prompt
+            # a row still inside its prompt takes the prompt's token instead
+            reading = t < ends[rows]
             nxt = torch.where(reading, out[rows, t], nxt)
             out[rows, t] = nxt
             finished = t + 1 == ends[rows] + max_new_tokens
             if eos_id is not None:
                 finished |= ~reading & (nxt == eos_id)
-            if finished.all():
+            alive = (~finished).nonzero()[:, 0]
+            if len(alive) == 0:
                 break
-            if finished.any():                  # finished rows leave the batch
-                alive = (~finished).nonzero()[:, 0]
+            if len(alive) < len(rows):    # finished rows leave the batch
                 rows, nxt = rows[alive], nxt[alive]
                 if use_cache:
                     cache.reorder(alive)
@@ -481,13 +487,18 @@ def _prompt_lengths(lengths, B: int, L: int) -> torch.Tensor:
     """``generate`` 的 ``lengths``：检查后成为 (B,) 的整数张量。"""
     if lengths is None:
         return torch.full((B,), L)
-    ends = torch.as_tensor(lengths)
-    if (ends.shape != (B,) or ends.is_floating_point()
+    problem = ValueError(f"lengths: expected {B} integer(s) in [1, {L}] "
+                         f"(one per prompt row), but got {lengths!r}")
+    try:
+        ends = torch.as_tensor(lengths, dtype=None if len(lengths) else
+                               torch.long)  # [] is an empty batch's lengths
+    except (TypeError, ValueError, RuntimeError, OverflowError):
+        raise problem from None
+    if (ends.shape != (B,) or ends.is_floating_point() or ends.is_complex()
             or ends.dtype == torch.bool
             or B and not (1 <= int(ends.min()) and int(ends.max()) <= L)):
-        raise ValueError(f"lengths: expected {B} integers in [1, {L}] "
-                         f"(one per prompt row), but got {lengths!r}")
-    return ends.long()
+        raise problem
+    return ends.long().cpu()
 
 
 # --- translation as continuation ----------------------------------------------
@@ -641,6 +652,8 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
     default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
     ``generator`` are passed on to :func:`sample`.
     """
+    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
+        raise ValueError(f"extra must be an integer >= 0, but got {extra!r}")
     if not pairs:
         return []
     device = next(model.parameters()).device
