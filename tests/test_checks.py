@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from tf_tutorial._checks import require_ids, require_sizes, require_tensors, require_width
+from tf_tutorial._checks import require_counts, require_ids, require_sizes, require_tensors, require_width
 from tf_tutorial.attention import padding_mask
 from tf_tutorial.decoder import DecoderLayer
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -97,3 +97,10 @@ def test_require_sizes_wants_positive_integers(value):
     require_sizes(d_model=4, n_heads=1)
     with pytest.raises(ValueError, match=rf"^n_heads must be a positive integer, but got {value!r}$"):
         require_sizes(d_model=4, n_heads=value)
+
+
+@pytest.mark.parametrize("value", [-1, 2.0, True, "4", None])
+def test_require_counts_wants_integers_from_zero(value):
+    require_counts(extra=0, max_new_tokens=7)                  # 0 is a count
+    with pytest.raises(ValueError, match=rf"^extra must be an integer >= 0, but got {value!r}$"):
+        require_counts(max_new_tokens=3, extra=value)

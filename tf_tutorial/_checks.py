@@ -8,16 +8,29 @@ from __future__ import annotations
 import torch
 
 
+def _require_ints(values: dict, least: int, what: str) -> None:
+    for name, value in values.items():
+        if (isinstance(value, bool) or not isinstance(value, int)
+                or value < least):
+            raise ValueError(f"{name} must be {what}, but got {value!r}")
+
+
 def require_sizes(**sizes) -> None:
     """检查这些尺寸都是正整数，否则报出第一个不合格的参数名。
 
     ``require_sizes(d_model=0)`` raises
     ``ValueError: d_model must be a positive integer, but got 0``.
     """
-    for name, value in sizes.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, "
-                             f"but got {value!r}")
+    _require_ints(sizes, 1, "a positive integer")
+
+
+def require_counts(**counts) -> None:
+    """检查这些个数都是非负整数（可以为 0），否则报出第一个不合格的参数名。
+
+    ``require_counts(extra=-1)`` raises
+    ``ValueError: extra must be an integer >= 0, but got -1``.
+    """
+    _require_ints(counts, 0, "an integer >= 0")
 
 
 def require_tensors(**tensors) -> None:

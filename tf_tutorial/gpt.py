@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_ids, require_tensors, require_width
+from tf_tutorial._checks import (require_counts, require_ids, require_tensors,
+                                 require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -415,10 +416,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
                                or eos_id == model.config.pad_id):
         raise ValueError("eos_id must be None or an id other than "
                          f"pad_id={model.config.pad_id}, but got {eos_id!r}")
-    if (isinstance(max_new_tokens, bool)
-            or not isinstance(max_new_tokens, int) or max_new_tokens < 0):
-        raise ValueError("max_new_tokens must be an integer >= 0, "
-                         f"but got {max_new_tokens!r}")
+    require_counts(max_new_tokens=max_new_tokens)
     require_tensors(prompt=prompt)
     if (prompt.dim() not in (1, 2)
             or prompt.dtype not in (torch.int64, torch.int32)):
@@ -498,7 +496,7 @@ def _prompt_lengths(lengths, B: int, L: int) -> torch.Tensor:
             or ends.dtype == torch.bool
             or B and not (1 <= int(ends.min()) and int(ends.max()) <= L)):
         raise problem
-    return ends.long().cpu()
+    return ends.long()
 
 
 # --- translation as continuation ----------------------------------------------
@@ -652,8 +650,7 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
     default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
     ``generator`` are passed on to :func:`sample`.
     """
-    if isinstance(extra, bool) or not isinstance(extra, int) or extra < 0:
-        raise ValueError(f"extra must be an integer >= 0, but got {extra!r}")
+    require_counts(extra=extra)
     if not pairs:
         return []
     device = next(model.parameters()).device
