@@ -1,3 +1,5 @@
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -126,11 +128,39 @@ def test_inputs_that_are_not_tensors_get_a_type_error_naming_them():
     torch.testing.assert_close(out, scaled_dot_product_attention(q, k, v)[0])
 
 
+@pytest.mark.parametrize("shapes", [((3, 5, 4), (2, 7, 4), (2, 7, 6)),     # q's batch
+                                    ((2, 5, 4), (2, 7, 4), (3, 7, 6)),     # k and v differ
+                                    ((2, 3, 5, 4), (3, 2, 7, 4), (3, 2, 7, 6))])
+def test_batch_dimensions_that_do_not_broadcast_are_named(shapes):
+    from tf_tutorial.attention import grouped_query_attention
+    from tf_tutorial.flash import flash_attention
+    q, k, v = (torch.randn(s) for s in shapes)
+    message = re.escape(f"q, k, v: the leading dimensions (...) must broadcast, but got shapes "
+                        f"{shapes[0]}, {shapes[1]}, {shapes[2]}")
+    for fn in (scaled_dot_product_attention, fused_attention, flash_attention):
+        with pytest.raises(ValueError, match=message):
+            fn(q, k, v)
+    if q.dim() == 4:             # grouped: q's 3 heads against k's 2 is the other error
+        q = torch.randn(2, 4, 5, 4)
+        with pytest.raises(ValueError, match=re.escape("must broadcast, but got shapes (2, 4, 5, 4), "
+                                                       "(3, 2, 7, 4), (3, 2, 7, 6)")):
+            grouped_query_attention(q, k, v)
+        with pytest.raises(ValueError, match="must broadcast"):
+            fused_attention(q, k, v, enable_gqa=True)
+    else:                        # a batch of 1 broadcasts, as in PyTorch's matmul
+        q1 = torch.randn(1, 5, 4)
+        for fn in (scaled_dot_product_attention, fused_attention, flash_attention):
+            out = fn(q1, k, k)
+            assert (out[0] if isinstance(out, tuple) else out).shape == (2, 5, 4)
+
+
 def test_bad_mask_helpers():
     with pytest.raises(ValueError, match="length must be a positive integer, but got 0"):
         causal_mask(0)
     with pytest.raises(ValueError, match=r"tokens: expected token ids of shape \(B, S\), but got torch.int64 of shape \(4,\)"):
         padding_mask(torch.ones(4, dtype=torch.long), 0)
+    with pytest.raises(TypeError, match="pad_id must be an integer token id, but got None"):
+        padding_mask(torch.ones(2, 4, dtype=torch.long), None)
 
 
 def test_causal_mask_takes_integers_only():

@@ -9,13 +9,15 @@ import re
 import pytest
 import torch
 
-from tf_tutorial._checks import require_counts, require_ids, require_sizes, require_tensors, require_width
-from tf_tutorial.attention import padding_mask
+from tf_tutorial._checks import (require_counts, require_dropout, require_ids, require_positive, require_sizes,
+                                 require_tensors, require_width)
+from tf_tutorial.attention import grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.decoder import DecoderLayer
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import EncoderLayer
+from tf_tutorial.flash import flash_attention
 from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward
-from tf_tutorial.gpt import GPT, GPTConfig, generate
+from tf_tutorial.gpt import GPT, GPTConfig, generate, sample, sampling_probs
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.norm import LayerNorm, RMSNorm
@@ -52,6 +54,11 @@ CALLS = {
                            "tgt_in"),
     "GPT": (lambda: _gpt()(IDS), "tokens"),
     "generate": (lambda: generate(_gpt(), [5, 6, 7], 2), "prompt"),
+    "sample": (lambda: sample([1.0, 2.0]), "logits"),
+    "sampling_probs": (lambda: sampling_probs([1.0, 2.0]), "logits"),
+    "scaled_dot_product_attention": (lambda: scaled_dot_product_attention(ROWS, ROWS, ROWS), "q"),
+    "grouped_query_attention": (lambda: grouped_query_attention([ROWS], [ROWS], [ROWS]), "q"),
+    "flash_attention": (lambda: flash_attention(ROWS, ROWS, ROWS), "q"),
 }
 
 
@@ -104,3 +111,19 @@ def test_require_counts_wants_integers_from_zero(value):
     require_counts(extra=0, max_new_tokens=7)                  # 0 is a count
     with pytest.raises(ValueError, match=rf"^extra must be an integer >= 0, but got {value!r}$"):
         require_counts(max_new_tokens=3, extra=value)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, 1.5, "0.1", None, True, float("nan")])
+def test_require_dropout_wants_a_number_in_zero_to_one(value):
+    import numpy as np
+    for fine in (0, 0.0, 0.5, np.float32(0.1)):
+        require_dropout(fine)
+    with pytest.raises(ValueError, match=rf"^dropout must be in \[0, 1\), but got {re.escape(repr(value))}$"):
+        require_dropout(value)
+
+
+@pytest.mark.parametrize("value", [0, -1e-5, "1e-5", None, False, float("nan")])
+def test_require_positive_names_the_first_value_that_is_not(value):
+    require_positive(eps=1e-5, base=10000)
+    with pytest.raises(ValueError, match=rf"^eps must be positive, but got {re.escape(repr(value))}$"):
+        require_positive(base=2.0, eps=value)

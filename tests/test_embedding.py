@@ -82,8 +82,12 @@ def test_eval_determinism_and_bad_input():
     torch.testing.assert_close(emb(t), emb(t), rtol=0, atol=0)
     with pytest.raises(ValueError, match="token id 11 is out of range for vocab_size=11"):
         emb(torch.tensor([[1, 11]]))
-    with pytest.raises(ValueError, match="tokens must be integer ids, but got dtype torch.float32"):
-        emb(torch.ones(B, L))
+    for dtype in (torch.float32, torch.int16, torch.bool):
+        with pytest.raises(ValueError, match=f"tokens must be int64 or int32 ids, but got dtype {dtype}$"):
+            emb(torch.ones(B, L, dtype=dtype))
+    pe = SinusoidalPositionalEncoding(D, 10)
+    with pytest.raises(ValueError, match="start must be >= 0, but got -1$"):
+        pe(torch.zeros(1, 4, D), start=-1)
     with pytest.raises(ValueError, match="d_model must be a positive integer, but got 0"):
         positional_encoding(10, 0)
     with pytest.raises(ValueError, match="max_len must be a positive integer, but got 0"):

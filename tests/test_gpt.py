@@ -144,6 +144,9 @@ def test_tied_output_and_parameter_count():
     (dict(pad_id=2, eos_id=2), "eos_id and pad_id must differ, but both are 2"),
     (dict(eos_id=29), "eos_id=29 is not a valid id for vocab_size=29"),
     (dict(n_layers=0), "n_layers must be a positive integer, but got 0"),
+    (dict(dropout="0.1"), r"dropout must be in \[0, 1\), but got '0.1'"),
+    (dict(eps="1e-5"), "eps must be positive, but got '1e-5'"),
+    (dict(eps=0.0), "eps must be positive, but got 0.0"),
 ])
 def test_config_validation(kw, message):
     with pytest.raises(ValueError, match=message):
@@ -240,6 +243,17 @@ def test_top_k_one_is_argmax_and_draws_nothing():
 def test_bad_sampling_arguments(fn, kw, name, value):
     with pytest.raises(ValueError, match=rf"{name} must .*but got {re.escape(value)}$"):
         fn(torch.zeros(5), **kw)
+
+
+@pytest.mark.parametrize("fn", [sample, sampling_probs])
+def test_logits_without_a_vocabulary_dimension_are_refused(fn):
+    for logits in (torch.tensor(1.0), torch.empty(2, 0)):
+        with pytest.raises(ValueError, match=re.escape(f"logits: expected shape (..., |V|) with |V| >= 1, "
+                                                       f"but got {tuple(logits.shape)}")):
+            fn(logits)
+    with pytest.raises(TypeError, match=r"^logits must be a torch\.Tensor, but got list$"):
+        fn([1.0, 2.0])
+    assert fn(torch.zeros(1)).shape in {(), (1,)}     # one token is enough
 
 
 # --- generation -------------------------------------------------------------------------------------

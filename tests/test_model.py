@@ -15,6 +15,8 @@ SMALL = dict(src_vocab_size=29, tgt_vocab_size=23, d_model=12, n_heads=3, n_laye
     (dict(n_layers=0), "n_layers must be a positive integer, but got 0"),
     (dict(pad_id=40), "pad_id=40 is not a valid id"),
     (dict(share_embeddings=True), "share_embeddings=True needs one shared vocabulary"),
+    (dict(bos_id=3, eos_id=3), "bos_id=3 and eos_id=3 must be different ids"),
+    (dict(dropout="0.1"), r"dropout must be in \[0, 1\), but got '0.1'"),
 ])
 def test_config_validation(kw, message):
     with pytest.raises(ValueError, match=message):

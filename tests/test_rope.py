@@ -199,8 +199,11 @@ def test_bad_input():
         rope(x, start=-1)
     with pytest.raises(ValueError, match=r"expected shape \(\.\.\., L, 8\)"):
         rope(torch.randn(2, 5, 6))
-    with pytest.raises(ValueError, match="dim must be a positive even number"):
-        RotaryEmbedding(7)
+    for head_dim in (7, 0, 8.0, True):
+        with pytest.raises(ValueError, match=f"^head_dim must be a positive even integer, but got {head_dim!r}$"):
+            RotaryEmbedding(head_dim)
+    with pytest.raises(ValueError, match="^max_len must be a positive integer, but got 0$"):
+        RotaryEmbedding(8, max_len=0)
     assert rope(x, start=11).shape == x.shape                                  # the last allowed start
     assert not math.isnan(rotate(x, torch.arange(5)).sum().item())
 

@@ -211,6 +211,20 @@ def test_cli_errors_are_one_line_exit_2(ckpt, tmp_path, capsys, argv, message):
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
+def test_cli_without_a_checkpoint_asks_for_it_only(capsys):
+    # the sentence is optional (stdin is read instead), so the error names the checkpoint alone
+    code, out, err = run_main([], capsys)
+    assert (code, out) == (2, "")
+    assert err == f"{PROG}: error: the following arguments are required: checkpoint\n"
+
+
+@pytest.mark.parametrize("text, got", [(123, "int"), (["a dog", 5], "list"), (None, "NoneType")])
+def test_translator_wants_a_str_or_a_list_of_str(t, text, got):
+    with pytest.raises(TypeError, match=f"^text must be a str or a list of str, but got {got}$"):
+        t(text)
+    assert t(("the dog runs",)) == [t("the dog runs")]
+
+
 def test_cli_help_has_example(capsys):
     code, out, _ = run_main(["--help"], capsys)
     assert code == 0 and "example" in out and PROG in out and "--beam" in out

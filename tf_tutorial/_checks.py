@@ -5,6 +5,8 @@ Argument checks shared by the modules, so that every constructor and every
 """
 from __future__ import annotations
 
+import numbers
+
 import torch
 
 
@@ -31,6 +33,32 @@ def require_counts(**counts) -> None:
     ``ValueError: extra must be an integer >= 0, but got -1``.
     """
     _require_ints(counts, 0, "an integer >= 0")
+
+
+def _is_real(value) -> bool:
+    """A real number (int, float, NumPy scalar), but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def require_dropout(dropout) -> None:
+    """检查 dropout 概率是 [0, 1) 里的数。
+
+    ``require_dropout(1.0)`` raises
+    ``ValueError: dropout must be in [0, 1), but got 1.0``; so does a string.
+    """
+    if not (_is_real(dropout) and 0.0 <= dropout < 1.0):
+        raise ValueError(f"dropout must be in [0, 1), but got {dropout!r}")
+
+
+def require_positive(**values) -> None:
+    """检查这些数都是正数（如 LayerNorm 的 eps），否则报出第一个不合格的参数名。
+
+    ``require_positive(eps=0)`` raises
+    ``ValueError: eps must be positive, but got 0``.
+    """
+    for name, value in values.items():
+        if not (_is_real(value) and value > 0):
+            raise ValueError(f"{name} must be positive, but got {value!r}")
 
 
 def require_tensors(**tensors) -> None:

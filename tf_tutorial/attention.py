@@ -38,6 +38,20 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(f"k and v must have the same length S, but got "
                          f"k {tuple(k.shape)} and v {tuple(v.shape)}")
+    # the batch dimensions (...) must broadcast; grouped: the heads differ
+    lead = 3 if grouped else 2
+    try:
+        torch.broadcast_shapes(q.shape[:-lead], k.shape[:-lead],
+                               v.shape[:-lead])
+    except RuntimeError:
+        ok = False
+    else:
+        ok = not grouped or (min(q.dim(), k.dim(), v.dim()) >= 3
+                             and k.shape[-3] == v.shape[-3])
+    if not ok:
+        raise ValueError(f"q, k, v: the leading dimensions (...) must "
+                         f"broadcast, but got shapes {tuple(q.shape)}, "
+                         f"{tuple(k.shape)}, {tuple(v.shape)}")
     if mask is not None:       # grouped: H_kv key heads serve H query heads
         lead = (q.shape[:-2] if grouped
                 else torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
@@ -80,7 +94,7 @@ def scaled_dot_product_attention(
         dropout_p: dropout on the attention weights (pass 0.0 in eval mode).
     Returns:
         (out (..., T, d_v), weights (..., T, S)); each unmasked row of weights
-        sums to 1.
+        sums to 1. out has v's dtype; the weights stay in at least float32.
     """
     _check_inputs(q, k, v, mask)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
@@ -151,6 +165,11 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     (B, S).
     """
     require_ids(tokens, lead="B, S")
+    try:
+        operator.index(pad_id)
+    except TypeError:
+        raise TypeError(f"pad_id must be an integer token id, but got "
+                        f"{pad_id!r}") from None
     return (tokens != pad_id)[:, None, :]
 
 
@@ -192,6 +211,7 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         raise ValueError(f"n_heads={n_heads} is not divisible by "
                          f"n_kv_heads={n_kv_heads}: q has {n_heads} heads, "
                          f"k and v have {n_kv_heads}")
+    _check_inputs(q, k, v, mask, grouped=True)
     group = n_heads // n_kv_heads  # query heads per key/value head
     k = k.repeat_interleave(group, dim=-3)                 # (..., H, S, d_k)
     v = v.repeat_interleave(group, dim=-3)                 # (..., H, S, d_v)

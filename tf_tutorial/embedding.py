@@ -97,7 +97,7 @@ class TokenEmbedding(nn.Module):
         """查出每个词元编号的词向量，再乘以 √D。"""
         require_tensors(tokens=tokens)
         if tokens.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"tokens must be integer ids, "
+            raise ValueError(f"tokens must be int64 or int32 ids, "
                              f"but got dtype {tokens.dtype}")
         if tokens.device.type == "cpu" and not torch.compiler.is_compiling():
             self.check_ids(tokens)
@@ -113,7 +113,9 @@ class _PositionalBase(nn.Module):
 
     def _check(self, x: torch.Tensor, start: int) -> int:
         require_width(x, self.d_model, lead="B, L")
-        if start < 0 or start + x.shape[1] > self.max_len:
+        if start < 0:
+            raise ValueError(f"start must be >= 0, but got {start}")
+        if start + x.shape[1] > self.max_len:
             where = (f"positions {start}..{start + x.shape[1] - 1}" if start
                      else f"sequence length {x.shape[1]}")
             raise ValueError(f"{where} exceeds max_len={self.max_len} "

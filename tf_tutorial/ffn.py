@@ -12,14 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_width
+from tf_tutorial._checks import require_dropout, require_sizes, require_width
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
-
-
-def _check_dropout(dropout: float) -> None:
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -45,7 +40,7 @@ class PositionwiseFeedForward(nn.Module):
             raise ValueError(f"activation must be one of "
                              f"{sorted(ACTIVATIONS)}, but got {activation!r}")
         require_sizes(d_model=d_model, d_ff=d_ff)
-        _check_dropout(dropout)
+        require_dropout(dropout)
         self.d_model, self.act = d_model, ACTIVATIONS[activation]
         self.w1, self.w2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
         self.dropout = nn.Dropout(dropout)
@@ -81,7 +76,7 @@ class SwiGLUFeedForward(nn.Module):
                  dropout: float = 0.0):
         super().__init__()
         require_sizes(d_model=d_model)
-        _check_dropout(dropout)
+        require_dropout(dropout)
         d_ff = swiglu_hidden(d_model) if d_ff is None else d_ff
         require_sizes(d_ff=d_ff)
         self.d_model = d_model

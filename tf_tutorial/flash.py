@@ -33,6 +33,7 @@ import math
 
 import torch
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.attention import _check_inputs
 
 
@@ -96,10 +97,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     the backward pass; the real kernel recomputes them there instead, which is
     what makes its backward small.
     """
-    if (isinstance(block_size, bool) or not isinstance(block_size, int)
-            or block_size < 1):
-        raise ValueError("block_size must be a positive integer, "
-                         f"but got {block_size!r}")
+    require_sizes(block_size=block_size)
     _check_inputs(q, k, v, mask)
     L, S, in_dtype = q.shape[-2], k.shape[-2], q.dtype
     # float32, or float64 for float64

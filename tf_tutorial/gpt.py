@@ -23,7 +23,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_counts, require_ids, require_tensors,
+from tf_tutorial._checks import (require_counts, require_ids,
+                                 require_positive, require_tensors,
                                  require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -115,8 +116,7 @@ class GPTConfig:
             raise ValueError("positions='rope' needs an even head width, "
                              "but d_model / n_heads = "
                              f"{self.d_model // self.n_heads}")
-        if not self.eps > 0:
-            raise ValueError(f"eps must be positive, but got {self.eps}")
+        require_positive(eps=self.eps)
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点或记录用）。"""
@@ -303,7 +303,12 @@ class GPT(nn.Module):
 
 # --- sampling -----------------------------------------------------------------
 
-def _check_sampling(temperature, top_k, top_p) -> None:
+def _check_sampling(temperature, top_k, top_p, logits=None) -> None:
+    if logits is not None:                  # sample, sampling_probs
+        require_tensors(logits=logits)
+        if logits.dim() == 0 or logits.shape[-1] == 0:
+            raise ValueError("logits: expected shape (..., |V|) with |V| >= 1,"
+                             f" but got {tuple(logits.shape)}")
     if (isinstance(temperature, bool)
             or not isinstance(temperature, (int, float))
             or not math.isfinite(temperature) or temperature <= 0):
@@ -327,9 +332,10 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     The distribution :func:`sample` draws from: softmax(logits / temperature),
     restricted to the ``top_k`` most likely tokens, then to the nucleus (the
     fewest most likely tokens whose probability adds up to at least ``top_p``),
-    renormalised. logits (..., |V|) → (..., |V|).
+    renormalised. logits (..., |V|) → (..., |V|). A row whose logits are all
+    -inf has no distribution: its probabilities come out NaN.
     """
-    _check_sampling(temperature, top_k, top_p)
+    _check_sampling(temperature, top_k, top_p, logits)
     # float64 stays
     z = logits.to(torch.promote_types(logits.dtype, torch.float32))
     # shifted so the largest is 0: a tiny temperature sends the rest to -inf,
@@ -360,7 +366,7 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
     greedy decoding (argmax, no random number is drawn). ``generator``: a
     ``torch.Generator`` on the logits' device, for repeatable draws.
     """
-    _check_sampling(temperature, top_k, top_p)
+    _check_sampling(temperature, top_k, top_p, logits)
     if top_k == 1:
         return logits.argmax(-1)
     p = sampling_probs(logits, temperature, top_k, top_p)

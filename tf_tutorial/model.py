@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_ids, require_sizes
+from tf_tutorial._checks import require_dropout, require_ids, require_sizes
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -39,8 +39,7 @@ def check_shape(config, sizes) -> None:
     if config.d_model % config.n_heads:
         raise ValueError(f"d_model={config.d_model} is not divisible by "
                          f"n_heads={config.n_heads}")
-    if not 0.0 <= config.dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), but got {config.dropout}")
+    require_dropout(config.dropout)
 
 
 @dataclass(frozen=True)
@@ -100,6 +99,9 @@ class TransformerConfig:
                     f"{name}={value!r} must be an id of the target vocabulary "
                     f"(size {self.tgt_vocab_size}) other than "
                     f"pad_id={self.pad_id}")
+        if self.bos_id == self.eos_id:   # decoding would never stop
+            raise ValueError(f"bos_id={self.bos_id} and eos_id={self.eos_id} "
+                             f"must be different ids")
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True needs one shared vocabulary, but got "

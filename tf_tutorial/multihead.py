@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_width
+from tf_tutorial._checks import require_dropout, require_sizes, require_width
 from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
@@ -133,8 +133,7 @@ class MultiHeadAttention(nn.Module):
         if d_model % n_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by "
                              f"n_heads={n_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+        require_dropout(dropout)
         self.d_model, self.n_heads, self.d_k = (
             d_model, n_heads, d_model // n_heads)
         self.dropout, self.fused = dropout, fused
@@ -242,8 +241,7 @@ class GroupedQueryAttention(nn.Module):
         if n_heads % n_kv_heads != 0:
             raise ValueError(f"n_heads={n_heads} is not divisible by "
                              f"n_kv_heads={n_kv_heads}")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+        require_dropout(dropout)
         self.d_model, self.n_heads, self.n_kv_heads = (
             d_model, n_heads, n_kv_heads)
         self.d_k, self.dropout = d_model // n_heads, dropout

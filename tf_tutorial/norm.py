@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_width
+from tf_tutorial._checks import require_positive, require_sizes, require_width
 
 
 class LayerNorm(nn.Module):
@@ -41,8 +41,7 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = True):
         super().__init__()
         require_sizes(d_model=d_model)
-        if eps <= 0:
-            raise ValueError(f"eps must be positive, but got {eps}")
+        require_positive(eps=eps)
         self.d_model, self.eps, self.fused = d_model, eps, fused
         self.weight = nn.Parameter(torch.ones(d_model))   # γ
         self.bias = nn.Parameter(torch.zeros(d_model))    # β
@@ -100,8 +99,7 @@ class RMSNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-6):
         super().__init__()
         require_sizes(d_model=d_model)
-        if eps <= 0:
-            raise ValueError(f"eps must be positive, but got {eps}")
+        require_positive(eps=eps)
         self.d_model, self.eps = d_model, eps
         self.weight = nn.Parameter(torch.ones(d_model))   # γ; no β
 

@@ -12,6 +12,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_dropout
 from tf_tutorial.norm import LayerNorm
 
 
@@ -34,8 +35,7 @@ class SublayerConnection(nn.Module):
     def __init__(self, d_model: int, dropout: float = 0.0,
                  norm_first: bool = False, eps: float = 1e-5):
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), but got {dropout}")
+        require_dropout(dropout)
         self.norm, self.dropout, self.norm_first = (
             LayerNorm(d_model, eps), nn.Dropout(dropout), norm_first)
 

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_tensors
+from tf_tutorial._checks import require_sizes, require_tensors
 
 
 def _thetas(dim: int, base: float) -> torch.Tensor:
@@ -168,9 +168,11 @@ class RotaryEmbedding(nn.Module):
     def __init__(self, head_dim: int, max_len: int = 4096,
                  base: float = 10000.0):
         super().__init__()
-        if not isinstance(max_len, int) or max_len < 1:
-            raise ValueError("max_len must be a positive int, "
-                             f"but got {max_len}")
+        require_sizes(max_len=max_len)
+        if (isinstance(head_dim, bool) or not isinstance(head_dim, int)
+                or head_dim < 2 or head_dim % 2):
+            raise ValueError("head_dim must be a positive even integer, "
+                             f"but got {head_dim!r}")
         self.head_dim, self.max_len, self.base = head_dim, max_len, base
         angles = rope_angles(torch.arange(max_len), head_dim, base,
                              dtype=torch.float64)       # (max_len, d_k/2)

@@ -102,6 +102,10 @@ class Translator:
         ``tokens=True`` spaces the tokens.
         """
         single = isinstance(text, str)
+        if not single and not (isinstance(text, (list, tuple)) and all(
+                isinstance(s, str) for s in text)):
+            raise TypeError("text must be a str or a list of str, but got "
+                            f"{type(text).__name__}")
         rows = []
         for n, sentence in enumerate([text] if single else list(text), 1):
             try:
@@ -150,6 +154,8 @@ def load_translator(path, beam_size: int = 1,
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line and exit code 2, no usage dump
+        # parse_intermixed_args also lists the optional sentence (nargs="*")
+        message = message.replace("checkpoint, sentence", "checkpoint")
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
