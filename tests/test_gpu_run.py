@@ -126,3 +126,27 @@ def test_load_record(dry_run, tmp_path):
         load_record("broken.json", tmp_path)
     (tmp_path / "gpu.json").write_text(json.dumps({"run": {"steps": 3}}))
     assert load_record("gpu.json", tmp_path) == {"run": {"steps": 3}}
+
+
+def test_a_deadline_skips_the_stages_that_no_longer_fit(tmp_path):
+    from scripts.gpu_run import main
+    # the usual needs: kv_cache about 20 s, fp16 about 25 s; a dry run takes a second or two
+    record = main([str(tmp_path), "--dry-run", "--stages", "kv_cache,fp16", "--deadline", "22"])
+    assert record["stages_done"] == ["kv_cache"]
+    assert re.fullmatch(r"needs about 25 s, (1\d|2[0-2]) s were left", record["stages_skipped"]["fp16"])
+    saved = json.loads((tmp_path / "gpu-dry-run.json").read_text(encoding="utf-8"))
+    assert saved["stages_skipped"] == record["stages_skipped"]
+    # given time, a later call takes the stage and forgets the skip
+    merged = main([str(tmp_path / "b"), "--dry-run", "--stages", "fp16", "--deadline", "100",
+                   "--merge", str(tmp_path / "gpu-dry-run.json")])
+    assert merged["stages_done"] == ["kv_cache", "fp16"] and merged["stages_skipped"] == {}
+
+
+def test_the_record_is_strict_json_written_whole(tmp_path):
+    from scripts.gpu_run import write_record
+    path = tmp_path / "gpu.json"
+    write_record(path, {"loss": [1.5, float("nan"), float("inf")], "gap": {"x": float("-inf")}, "n": 3})
+    text = path.read_text(encoding="utf-8")
+    assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not strict JSON")) == {
+        "loss": [1.5, None, None], "gap": {"x": None}, "n": 3}
+    assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]        # no temporary file left

@@ -118,3 +118,21 @@ def test_special_ids_may_not_be_the_padding_id(name):
         TransformerConfig(10, 10, pad_id=0, **{name: 0})
     with pytest.raises(ValueError, match=f"{name}=10 must be an id"):
         TransformerConfig(10, 10, **{name: 10})
+
+
+def test_a_compiled_model_keeps_the_lengths_symbolic():
+    """Batches of new lengths reuse the compiled graph: causal_mask must not turn the target length
+    into a constant, or every length compiles a graph of its own (minutes of inductor on a GPU)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    counters.clear()
+    model = Transformer(TransformerConfig(**{**SMALL, "n_layers": 1})).eval()
+    compiled = torch.compile(model, backend="eager")
+    g = torch.Generator().manual_seed(0)
+    for T in (5, 7, 9, 11, 13):
+        src, tgt = torch.randint(3, 29, (2, 6 + T % 3), generator=g), torch.randint(3, 23, (2, T), generator=g)
+        torch.testing.assert_close(compiled(src, tgt), model(src, tgt))
+    # the first shapes, then one graph with symbolic lengths (dynamo's automatic dynamic shapes)
+    assert counters["stats"]["unique_graphs"] == 2
+    torch._dynamo.reset()

@@ -148,10 +148,13 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
     (L, L) boolean, True on and below the diagonal: position i may attend to
     j <= i.
     """
-    try:
-        n = operator.index(length)          # an int, or a NumPy / 0-d integer
-    except TypeError:
-        n = 0
+    if torch.compiler.is_compiling():       # a compiled length stays
+        n = length                          # symbolic: no graph per value
+    else:
+        try:
+            n = operator.index(length)      # an int, or a NumPy / 0-d integer
+        except TypeError:
+            n = 0
     if isinstance(length, bool) or n < 1:
         raise ValueError(f"length must be a positive integer, "
                          f"but got {length!r}")

@@ -601,6 +601,7 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     size = None if cfg.batch_tokens else cfg.batch_size
     bar = _progress(progress, total=cfg.steps, desc="train[gpt]")
     start, step, epoch = time.perf_counter(), 0, 0
+    losses = []                                # on the device
     model.train()
     while step < cfg.steps and not (
             max_seconds and time.perf_counter() - start > max_seconds):
@@ -610,8 +611,11 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                     max_seconds and time.perf_counter() - start > max_seconds):
                 break
             x, y = continuation_batch([items[i] for i in chunk], vocab.pad_id)
-            x, y = x.to(dev), y.to(dev)
             answer = y != vocab.pad_id          # (B, L - 1): the loss mask
+            # counted on the host, before the copy: no device sync
+            history["tokens"] += int(answer.sum())           # in the loss
+            history["input_tokens"] += int((x != vocab.pad_id).sum())  # read
+            x, y, answer = x.to(dev), y.to(dev), answer.to(dev)
             with (torch.autocast(dev.type, dtype=amp) if amp
                   else contextlib.nullcontext()):
                 logits = model(x, keep=answer)  # (K, |V|), answer rows only
@@ -626,14 +630,11 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
             sched.step()
             step += 1
             history["step"].append(step)
-            history["loss"].append(loss.item())
-            # answer tokens (in the loss)
-            history["tokens"] += int(answer.sum())
-            # every token read
-            history["input_tokens"] += int((x != vocab.pad_id).sum())
+            losses.append(loss.detach())       # read at the end: one sync
             bar.update(1)
         epoch += 1
     bar.close()
+    history["loss"] = torch.stack(losses).tolist() if losses else []
     history["seconds"] = time.perf_counter() - start
     model.eval()
     return ContinuationRun(model, vocab, history)
