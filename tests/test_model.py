@@ -130,7 +130,7 @@ def test_a_compiled_model_keeps_the_lengths_symbolic():
     model = Transformer(TransformerConfig(**{**SMALL, "n_layers": 1})).eval()
     compiled = torch.compile(model, backend="eager")
     g = torch.Generator().manual_seed(0)
-    for T in (5, 7, 9, 11, 13):
+    for T in (5, 7, 9):
         src, tgt = torch.randint(3, 29, (2, 6 + T % 3), generator=g), torch.randint(3, 23, (2, T), generator=g)
         torch.testing.assert_close(compiled(src, tgt), model(src, tgt))
     # the first shapes, then one graph with symbolic lengths (dynamo's automatic dynamic shapes)
