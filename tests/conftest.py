@@ -1,11 +1,8 @@
-import concurrent.futures
 import os
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
-import threading
 from pathlib import Path
 
 import pytest
@@ -27,88 +24,13 @@ def build_book(source: Path, out: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=1800)
 
 
-# --- background jobs ---------------------------------------------------------------------------
-# Two slow checks spend their time in subprocesses: building the whole book (Sphinx) and running
-# chapters in a fresh Colab-like environment (pip, a kernel). When a selected test needs one, it
-# starts right after collection, in a thread, while the other unit tests run; the tests that wait
-# for it are moved to the end of tests/, just before the notebooks (``book/``, whose order is
-# kept). Each job runs once; a job that raises fails every test that waits for it, with its
-# traceback. Nothing is timed: a busy machine only makes the wait longer.
-
-_JOB_FACTORIES = {}      # name -> function(folder) -> result
-_JOBS = {}               # name -> concurrent.futures.Future
-_JOB_FOLDERS = []
-
-
-def background_job(name: str):
-    """Register ``fn(folder)`` as the background job ``name`` (``folder``: a fresh temporary one)."""
-    def register(fn):
-        _JOB_FACTORIES[name] = fn
-        return fn
-    return register
-
-
-def _start(name: str) -> concurrent.futures.Future:
-    if name not in _JOBS:
-        future = _JOBS[name] = concurrent.futures.Future()
-        folder = Path(tempfile.mkdtemp(prefix=f"tf-tutorial-{name}-"))
-        _JOB_FOLDERS.append(folder)
-
-        def work():
-            try:
-                future.set_result(_JOB_FACTORIES[name](folder))
-            except BaseException as err:   # handed to the tests that wait for it
-                future.set_exception(err)
-        threading.Thread(target=work, name=f"background-{name}", daemon=True).start()
-    return _JOBS[name]
-
-
-def background_result(name: str):
-    """The result of job ``name``: started after collection if a selected test needed it, else now."""
-    return _start(name).result()
-
-
-def _jobs_of(item) -> set:
-    """The background jobs a collected test waits for."""
-    jobs = {m.args[0] for m in item.iter_markers("background")}
-    if "built_book" in getattr(item, "fixturenames", ()) and not os.environ.get("TF_BOOK_BUILT"):
-        jobs.add("book")
-    return jobs
-
-
-def pytest_collection_modifyitems(config, items):
-    def place(item):      # tests/ first, those that wait for a job after them, then book/
-        notebook = item.nodeid.startswith("book/")
-        return 2 if notebook else 1 if _jobs_of(item) else 0
-    items.sort(key=place)  # stable: each group keeps its order, a notebook's cells too
-
-
-def pytest_collection_finish(session):
-    if session.config.option.collectonly:
-        return
-    for name in sorted(set().union(*map(_jobs_of, session.items))):
-        _start(name)
-
-
-def pytest_sessionfinish(session, exitstatus):
-    # a session cut short (-x, a selection) still lets its jobs end: no build or pip left behind
-    concurrent.futures.wait(list(_JOBS.values()))
-    for folder in _JOB_FOLDERS:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@background_job("book")
-def _build_whole_book(folder: Path):
-    return build_book(ROOT, folder), folder / "_build" / "html"
-
-
 @pytest.fixture(scope="session")
-def built_book():
+def built_book(tmp_path_factory):
     """The whole book built once per test session: (completed process, html folder).
 
-    The build is a background job (above). ``TF_BOOK_BUILT=DIR`` reuses a book already built
-    with ``--path-output DIR`` (its log, if any, read from ``DIR/build.log``) instead of building
-    it again: for checking the slow tests against a build you just made. CI never sets it.
+    ``TF_BOOK_BUILT=DIR`` reuses a book already built with ``--path-output DIR`` (its log, if
+    any, read from ``DIR/build.log``) instead of building it again: for checking the slow
+    tests against a build you just made. CI never sets it.
     """
     prebuilt = os.environ.get("TF_BOOK_BUILT")
     if prebuilt:
@@ -116,7 +38,9 @@ def built_book():
         log = out / "build.log"
         stdout = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         return subprocess.CompletedProcess(["prebuilt", str(out)], 0, stdout, ""), out / "_build" / "html"
-    return background_result("book")
+    out = tmp_path_factory.mktemp("book")
+    result = build_book(ROOT, out)
+    return result, out / "_build" / "html"
 
 
 # --- the prose of a MyST page (for the vocabulary and search checks) -----------------------

@@ -28,7 +28,7 @@ import nbformat
 import pytest
 from packaging.requirements import Requirement
 
-from conftest import ROOT, background_job, background_result
+from conftest import ROOT
 
 CHAPTERS = {   # notebook -> what its outputs must say when it ran in a Colab-like runtime
     "ch12_modern_parts": ["尚未测量", "附录 A 的记录里还没有归一化的计时", "值和梯度的最大差",
@@ -78,13 +78,13 @@ def link_preinstalled(folder: Path, venv: Path) -> list:
     return [d.metadata["Name"] for d in dists]
 
 
-@background_job("colab")
-def run_in_a_colab_like_runtime(tmp_path: Path) -> dict:
-    """The whole path, as a background job (tests/conftest.py): a fresh runtime, the chapters run
-    there; returns what the test checks (or why it cannot run)."""
+@pytest.mark.slow
+def test_chapter_installs_what_it_needs_and_runs_in_a_fresh_environment(tmp_path):
     if not registry_reachable(tmp_path / "probe"):
-        return {"unreachable": "the package registry is not reachable, and the Colab path installs "
-                               "from it"}
+        reason = "the package registry is not reachable, and the Colab path installs from it"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
     workdir = tmp_path / "content"  # Colab runs notebooks from /content, away from the repo
     workdir.mkdir()
     venv = tmp_path / "colab"
@@ -118,23 +118,13 @@ def run_in_a_colab_like_runtime(tmp_path: Path) -> dict:
     env.update(TF_TUTORIAL_SOURCE=str(source), PATH=f"{venv / 'bin'}:{env.get('PATH', '')}",
                MPLBACKEND="module://matplotlib_inline.backend_inline")
     run([python, "-c", runner, *CHAPTERS], workdir, env=env, timeout=1200)
+    assert not (workdir / "records").exists()                # nothing to render from
+
     run([python, "-c", "import tf_tutorial, matplotlib, tqdm"], workdir)  # installed by the first cell
-    return {"venv": venv, "records_left": (workdir / "records").exists(), "executed": tmp_path,
-            "pip_show": run([python, "-m", "pip", "show", "tf-tutorial"], workdir).stdout}
-
-
-@pytest.mark.slow
-@pytest.mark.background("colab")
-def test_chapter_installs_what_it_needs_and_runs_in_a_fresh_environment():
-    got = background_result("colab")
-    if "unreachable" in got:
-        if os.environ.get("CI"):
-            pytest.fail(got["unreachable"])
-        pytest.skip(got["unreachable"])
-    assert not got["records_left"]                            # nothing to render from
-    assert "Location: " + str(got["venv"]) in got["pip_show"]
+    shown = run([python, "-m", "pip", "show", "tf-tutorial"], workdir).stdout
+    assert "Location: " + str(venv) in shown
     for name, expected in CHAPTERS.items():
-        cells = nbformat.read(got["executed"] / f"{name}.executed.ipynb", as_version=4).cells
+        cells = nbformat.read(tmp_path / f"{name}.executed.ipynb", as_version=4).cells
         outputs = "".join(o.get("text", "") + o.get("data", {}).get("text/markdown", "")
                           for c in cells if c.cell_type == "code" for o in c.outputs)
         missing = [text for text in expected if text not in outputs]
