@@ -133,7 +133,8 @@ def main(argv=None) -> int:
         print(f"round {r + 1}: {rounds[-1]} s for {steps} steps", flush=True)
     per_step = {k: statistics.median(x[k] for x in rounds) / steps for k in rounds[0]}
     ratios = [x["decoder_only"] / x["encoder_decoder"] for x in rounds]
-    ed_steps = round(steps * per_step["decoder_only"] / per_step["encoder_decoder"])
+    # at least one step: a toy run on a busy machine can measure a ratio that rounds to 0
+    ed_steps = max(1, round(steps * per_step["decoder_only"] / per_step["encoder_decoder"]))
 
     seeds = seed_runs(cfg, corpus, ed_steps, steps)
     now = _now()

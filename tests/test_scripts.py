@@ -261,3 +261,20 @@ def test_the_committed_ch06_record_is_the_chapters_experiment():
     assert [len(c) for c in long["loss"]] == [settings["long_steps"]] * 5
     for run in record["low_lr_runs"].values():
         assert [len(c) for c in run["loss"]] == [settings["low_lr_steps"]] * 5
+
+
+def test_calibrate_ch11_trains_the_encoder_decoder_at_least_one_step(tiny_ch11, monkeypatch):
+    """A busy machine can time the toy encoder–decoder as over six times slower per step than the
+    decoder-only model: 3 steps scaled by that ratio round to 0, which train() refuses."""
+    real = calibrate_ch11.train
+
+    def slow_train(*args, **kwargs):          # the timing rounds, not the seed runs
+        run = real(*args, **kwargs)
+        if kwargs.get("max_steps") == 3 and "out_dir" not in kwargs:
+            run.history["seconds"] *= 100
+        return run
+    monkeypatch.setattr(calibrate_ch11, "train", slow_train)
+    assert calibrate_ch11.main(["--rounds", "1"]) == 0
+    record = json.loads((tiny_ch11 / calibrate_ch11.NAME).read_text(encoding="utf-8"))
+    assert record["steps"]["encoder_decoder"] == 1
+    assert len(record["encoder_decoder_seeds"]["seed0"]["loss"]) == 1
