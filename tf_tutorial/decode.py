@@ -38,7 +38,8 @@ def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor,
 def _never_emit(logits: torch.Tensor, *ids: int) -> torch.Tensor:
     """PAD and BOS are never outputs: a PAD inside a prefix would be masked out
     as a key."""
-    logits[..., list(ids)] = float("-inf")
+    for i in ids:      # one int at a time: a list index would be copied to the GPU
+        logits[..., i] = float("-inf")
     return logits
 
 
