@@ -38,7 +38,7 @@ def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor,
 def _never_emit(logits: torch.Tensor, *ids: int) -> torch.Tensor:
     """PAD and BOS are never outputs: a PAD inside a prefix would be masked out
     as a key."""
-    for i in ids:      # one int at a time: a list index would be copied to the GPU
+    for i in ids:  # one int at a time: a list index is copied to the device
         logits[..., i] = float("-inf")
     return logits
 
