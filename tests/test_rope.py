@@ -200,7 +200,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match=r"expected shape \(\.\.\., L, 8\)"):
         rope(torch.randn(2, 5, 6))
     for head_dim in (7, 0, 8.0, True):
-        with pytest.raises(ValueError, match=f"^head_dim must be a positive even integer, but got {head_dim!r}$"):
+        with pytest.raises(ValueError, match=rf"^head_dim must be a positive even integer \(pairs\), but got {head_dim!r}$"):
             RotaryEmbedding(head_dim)
     with pytest.raises(ValueError, match="^max_len must be a positive integer, but got 0$"):
         RotaryEmbedding(8, max_len=0)

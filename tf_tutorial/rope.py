@@ -41,16 +41,22 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_tensors
+from tf_tutorial._checks import (require_positive, require_sizes,
+                                 require_tensors)
+
+
+def _require_pairs(name: str, width) -> None:
+    """The rotated width: a positive even integer (its features pair up)."""
+    if (isinstance(width, bool) or not isinstance(width, int) or width < 2
+            or width % 2):
+        raise ValueError(f"{name} must be a positive even integer (pairs), "
+                         f"but got {width!r}")
 
 
 def _thetas(dim: int, base: float) -> torch.Tensor:
     """θ_i = base^(−2i/dim), i = 0 … dim/2 − 1, float64, shape (dim/2,)."""
-    if not isinstance(dim, int) or dim < 2 or dim % 2:
-        raise ValueError("dim must be a positive even number (pairs), "
-                         f"but got {dim}")
-    if not base > 0:
-        raise ValueError(f"base must be positive, but got {base}")
+    _require_pairs("dim", dim)
+    require_positive(base=base)
     return torch.exp(-math.log(base)
                      * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
 
@@ -169,10 +175,7 @@ class RotaryEmbedding(nn.Module):
                  base: float = 10000.0):
         super().__init__()
         require_sizes(max_len=max_len)
-        if (isinstance(head_dim, bool) or not isinstance(head_dim, int)
-                or head_dim < 2 or head_dim % 2):
-            raise ValueError("head_dim must be a positive even integer, "
-                             f"but got {head_dim!r}")
+        _require_pairs("head_dim", head_dim)
         self.head_dim, self.max_len, self.base = head_dim, max_len, base
         angles = rope_angles(torch.arange(max_len), head_dim, base,
                              dtype=torch.float64)       # (max_len, d_k/2)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.corpus.data import Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
@@ -36,10 +37,7 @@ class Translator:
     def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
                  beam_size: int = 1, path: str | None = None,
                  batch_size: int = 64):
-        if (isinstance(beam_size, bool) or not isinstance(beam_size, int)
-                or beam_size < 1):
-            raise ValueError(
-                f"beam_size must be a positive integer, but got {beam_size!r}")
+        require_sizes(beam_size=beam_size)
         self.model, self.src_vocab, self.tgt_vocab = (
             model.eval(), src_vocab, tgt_vocab)
         self.beam_size, self.path, self.batch_size = beam_size, path, batch_size
