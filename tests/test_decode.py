@@ -74,6 +74,8 @@ def test_length_penalty_and_bad_arguments(model, src):
         greedy_decode(model, src, max_len=100)
     with pytest.raises(ValueError, match="beam_size must be a positive integer, but got 0"):
         beam_search(model, src, beam_size=0)
+    with pytest.raises(ValueError, match="beam_size must be a positive integer, but got True"):
+        beam_search(model, src, beam_size=True)    # a bool is not a size
 
 
 def test_attention_maps_shapes_and_rows(model, src):

@@ -16,7 +16,7 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import require_ids
+from tf_tutorial._checks import require_ids, require_sizes
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer
 
@@ -154,9 +154,7 @@ def beam_search(model: Transformer, src: torch.Tensor,
     Returns (B, L) like :func:`greedy_decode` (eval mode, the model's mode
     restored).
     """
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(
-            f"beam_size must be a positive integer, but got {beam_size!r}")
+    require_sizes(beam_size=beam_size)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     n, pad, k = _max_len(model, src, max_len), model.config.pad_id, beam_size
     B, dev = src.shape[0], src.device
