@@ -350,6 +350,10 @@ def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     assert main(["--resume", ckpt, "--steps", "6", "--out", str(out), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["steps"] == 6 and load_checkpoint(ckpt)["step"] == 6
+    # without --out, a resumed run goes on saving next to its checkpoint
+    assert main(["--resume", ckpt, "--steps", "8", "--no-progress"]) == 0
+    assert load_checkpoint(ckpt)["step"] == 8
+    assert json.loads((out / "results.json").read_text())["steps"] == 8
 
 
 def test_train_passes_its_settings_to_every_step(corpus, monkeypatch):

@@ -513,7 +513,8 @@ def _parser() -> argparse.ArgumentParser:
                         "cpu; with --resume, the checkpoint's)")
     p.add_argument("--out", type=Path, default=None,
                    help="directory for checkpoint.pt and results.json "
-                        "(created if missing)")
+                        "(created if missing; with --resume, the "
+                        "checkpoint's own directory by default)")
     p.add_argument("--resume", type=Path, default=None,
                    help="checkpoint to continue from, up to its total --steps "
                         "(or a larger --steps)")
@@ -592,6 +593,8 @@ def main(argv=None) -> int:
     if args.max_seconds is not None and args.max_seconds <= 0:
         parser.error(
             f"--max-seconds must be positive, but got {args.max_seconds}")
+    if args.out is None and args.resume is not None:
+        args.out = args.resume.parent      # go on saving where the run saved
     if args.out is not None:
         _prepare_out(parser, args.out)
     cfg = _config(parser, args)
