@@ -199,3 +199,11 @@ def test_readable_path_drops_attention_weights_and_rescales_the_rest():
     assert dropped.any() and not dropped.all()
     torch.testing.assert_close(w[~dropped], 2 * ref_w[~dropped])     # kept weights / (1 - p)
     torch.testing.assert_close(out, w @ v)
+
+
+@pytest.mark.parametrize("fn", [scaled_dot_product_attention, fused_attention])
+@pytest.mark.parametrize("p", [-0.5, 1.0, True, "0.1"])
+def test_dropout_p_outside_0_1_is_refused_by_name(fn, p):
+    q = torch.randn(2, 3, 4)
+    with pytest.raises(ValueError, match=rf"^dropout_p must be in \[0, 1\), but got {re.escape(repr(p))}$"):
+        fn(q, q, q, dropout_p=p)

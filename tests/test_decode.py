@@ -76,6 +76,10 @@ def test_length_penalty_and_bad_arguments(model, src):
         beam_search(model, src, beam_size=0)
     with pytest.raises(ValueError, match="beam_size must be a positive integer, but got True"):
         beam_search(model, src, beam_size=True)    # a bool is not a size
+    with pytest.raises(ValueError, match=r"^eos_id=0 is the pad_id: decoding could never tell"):
+        greedy_decode(model, src, eos_id=model.config.pad_id)
+    with pytest.raises(ValueError, match=r"^bos_id must be an integer token id, but got 'a'$"):
+        beam_search(model, src, bos_id="a")
 
 
 def test_attention_maps_shapes_and_rows(model, src):

@@ -149,3 +149,12 @@ def test_dropout_acts_on_the_sum_of_embeddings_and_positions():
     torch.manual_seed(1)
     assert torch.equal(y, F.dropout(x + pe.pe[:5], 0.5, True))
     assert torch.equal(pe.eval()(x), x + pe.pe[:5])
+
+
+def test_positional_encodings_refuse_a_bad_dropout_and_ids_given_as_vectors():
+    for cls in (SinusoidalPositionalEncoding, LearnedPositionalEncoding):
+        with pytest.raises(ValueError, match=r"^dropout must be in \[0, 1\), but got 1\.0$"):
+            cls(8, 16, dropout=1.0)
+        with pytest.raises(ValueError, match=r"^x must be floating-point vectors \(B, L, D\), but got dtype "
+                                             r"torch\.int64: embed the ids first$"):
+            cls(8, 16)(torch.zeros(1, 3, 8, dtype=torch.long))

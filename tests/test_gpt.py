@@ -675,3 +675,14 @@ def test_both_trainers_see_the_same_sentences_in_each_step(monkeypatch):
     same_seed = seen.pop("gpt")
     train_continuation(model, vocab, corpus.train, dataclasses.replace(cfg, seed=4), progress=False)
     assert seen["gpt"] != same_seed                   # another seed, another order: the check has teeth
+
+
+def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
+    import numpy as np
+    z = torch.randn(4, 9, generator=torch.Generator().manual_seed(8))
+    kept = sampling_probs(z, temperature=np.float32(0.5), top_k=np.int64(3), top_p=np.float64(0.9))
+    assert torch.equal(kept, sampling_probs(z, temperature=0.5, top_k=3, top_p=0.9))
+    with pytest.raises(ValueError, match=r"^temperature must be a positive number, but got tensor"):
+        sample(z, temperature=torch.tensor(0.7))
+    with pytest.raises(ValueError, match=r"^top_p must be None or in \(0, 1\], but got True$"):
+        sample(z, top_p=True)

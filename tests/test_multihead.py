@@ -162,3 +162,11 @@ def test_a_one_dimensional_key_mask_broadcasts_on_the_fused_path():
     assert torch.allclose(mha(x, kv, kv, keep), want, atol=1e-6)
     mha.fused = False
     assert torch.allclose(mha(x, kv, kv, keep), want, atol=1e-6)
+
+
+def test_a_per_head_mask_is_refused_with_the_shared_shape_named():
+    mha = MultiHeadAttention(8, 2)
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(ValueError, match=r"^mask: one \(B, T, S\) mask serves every head, but got shape "
+                                         r"\(2, 2, 3, 3\)$"):
+        mha(x, x, x, mask=torch.ones(2, 2, 3, 3, dtype=torch.bool))

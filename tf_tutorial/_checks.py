@@ -40,14 +40,15 @@ def _is_real(value) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def require_dropout(dropout) -> None:
+def require_dropout(dropout, name: str = "dropout") -> None:
     """检查 dropout 概率是 [0, 1) 里的数。
 
     ``require_dropout(1.0)`` raises
-    ``ValueError: dropout must be in [0, 1), but got 1.0``; so does a string.
+    ``ValueError: dropout must be in [0, 1), but got 1.0``; so does a string
+    or a bool. ``name`` is the argument's name in the message.
     """
     if not (_is_real(dropout) and 0.0 <= dropout < 1.0):
-        raise ValueError(f"dropout must be in [0, 1), but got {dropout!r}")
+        raise ValueError(f"{name} must be in [0, 1), but got {dropout!r}")
 
 
 def require_positive(**values) -> None:

@@ -18,12 +18,13 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import require_ids, require_tensors
+from tf_tutorial._checks import require_dropout, require_ids, require_tensors
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                  mask, grouped: bool = False) -> None:
+                  mask, grouped: bool = False, dropout_p: float = 0.0) -> None:
     require_tensors(q=q, k=k, v=v)
+    require_dropout(dropout_p, name="dropout_p")
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
@@ -96,7 +97,7 @@ def scaled_dot_product_attention(
         (out (..., T, d_v), weights (..., T, S)); each unmasked row of weights
         sums to 1. out has v's dtype; the weights stay in at least float32.
     """
-    _check_inputs(q, k, v, mask)
+    _check_inputs(q, k, v, mask, dropout_p=dropout_p)
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
     # softmax in at least float32, also under bf16/fp16 autocast
     # (float64 stays float64)
@@ -127,7 +128,7 @@ def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     right). ``enable_gqa=True``: k, v have H_kv heads, each shared by H / H_kv
     query heads (chapter 12; torch >= 2.5).
     """
-    _check_inputs(q, k, v, mask, grouped=enable_gqa)
+    _check_inputs(q, k, v, mask, grouped=enable_gqa, dropout_p=dropout_p)
     gqa = {"enable_gqa": True} if enable_gqa else {}
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p,

@@ -13,6 +13,7 @@ D d_model, H heads, d_k head width, V target vocabulary size.
 from __future__ import annotations
 
 import functools
+import numbers
 
 import torch
 
@@ -72,9 +73,15 @@ def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
     ids = {"bos_id": c.bos_id if bos_id is None else bos_id,
            "eos_id": c.eos_id if eos_id is None else eos_id}
     for name, i in ids.items():
+        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
+            raise ValueError(f"{name} must be an integer token id, "
+                             f"but got {i!r}")
         if not 0 <= i < c.tgt_vocab_size and (name, i) != ("eos_id", -1):
             raise ValueError(f"{name}={i} is out of range for the target "
                              f"vocabulary of {c.tgt_vocab_size} tokens")
+    if ids["eos_id"] == c.pad_id:
+        raise ValueError(f"eos_id={c.pad_id} is the pad_id: decoding "
+                         "could never tell an end from padding")
     return ids["bos_id"], ids["eos_id"]
 
 
@@ -94,7 +101,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
         bos_id, eos_id: default to the model's config (which takes them from
             the vocabulary); ``eos_id=-1`` never stops early (timing runs that
             write all ``max_len`` tokens).
-        max_len: most tokens to generate (default S + 20).
+        max_len: most tokens to generate (default S + 20, at most the
+            model's max_len - 1).
         use_cache: False recomputes the whole prefix each step (slow; for
             comparison).
     Returns:

@@ -12,7 +12,8 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_tensors, require_width
+from tf_tutorial._checks import (require_dropout, require_sizes,
+                                 require_tensors, require_width)
 
 
 def _frequencies(d_model: int) -> torch.Tensor:
@@ -108,11 +109,15 @@ class _PositionalBase(nn.Module):
     def __init__(self, d_model: int, max_len: int, dropout: float):
         super().__init__()
         require_sizes(d_model=d_model, max_len=max_len)
+        require_dropout(dropout)
         self.d_model, self.max_len = d_model, max_len
         self.dropout = nn.Dropout(dropout)
 
     def _check(self, x: torch.Tensor, start: int) -> int:
         require_width(x, self.d_model, lead="B, L")
+        if not x.is_floating_point():
+            raise ValueError(f"x must be floating-point vectors (B, L, D), "
+                             f"but got dtype {x.dtype}: embed the ids first")
         if start < 0:
             raise ValueError(f"start must be >= 0, but got {start}")
         if start + x.shape[1] > self.max_len:

@@ -84,7 +84,10 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         causal: query i sees keys j ≤ i, top-left aligned as
             ``F.scaled_dot_product_attention(is_causal=True)`` (tril of an
             (L, S) ones matrix); key blocks entirely in the future are skipped.
-            ANDed with ``mask`` (default False).
+            ANDed with ``mask`` (default False). With fewer queries than keys
+            (a KV cache) this is not the package's decoding mask, which is
+            bottom-right aligned (``causal_mask(S)[S - L:]``): pass that as
+            ``mask`` there.
         block_size: rows and columns of one tile (default 64).
     Returns:
         out (..., L, d_v) in q's dtype; sums run in float32 (float64 for

@@ -17,13 +17,14 @@ already in a cache.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_counts, require_ids,
+from tf_tutorial._checks import (_is_real, require_counts, require_ids,
                                  require_positive, require_tensors,
                                  require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
@@ -61,8 +62,9 @@ class GPTConfig:
     ``n_kv_heads``: key/value heads shared by groups of query heads
     (None = ``n_heads``: ordinary multi-head attention; 1 = multi-query
     attention).
-    ``pad_id``: the padding token (never a key); ``eos_id``: where
-    :func:`generate` may stop (None: 2, or 0 when ``pad_id`` is 2).
+    ``pad_id``: the padding token (never a key); ``eos_id``: the token that
+    ends an answer in training (None: 2, or 0 when ``pad_id`` is 2);
+    :func:`generate` stops there only when given ``eos_id=`` itself.
     The output layer always reuses the token embedding (tied, as in GPT-2 and
     chapter 10).
     """
@@ -309,18 +311,16 @@ def _check_sampling(temperature, top_k, top_p, logits=None) -> None:
         if logits.dim() == 0 or logits.shape[-1] == 0:
             raise ValueError("logits: expected shape (..., |V|) with |V| >= 1,"
                              f" but got {tuple(logits.shape)}")
-    if (isinstance(temperature, bool)
-            or not isinstance(temperature, (int, float))
-            or not math.isfinite(temperature) or temperature <= 0):
+    # NumPy scalars are numbers too; bools and tensors are not
+    if not _is_real(temperature) or not (0 < temperature < math.inf):
         raise ValueError("temperature must be a positive number, "
                          f"but got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool)
-                              or not isinstance(top_k, int) or top_k < 1):
+                              or not isinstance(top_k, numbers.Integral)
+                              or top_k < 1):
         raise ValueError("top_k must be None or an integer >= 1, "
                          f"but got {top_k!r}")
-    if top_p is not None and (isinstance(top_p, bool)
-                              or not isinstance(top_p, (int, float))
-                              or not 0 < top_p <= 1):
+    if top_p is not None and (not _is_real(top_p) or not 0 < top_p <= 1):
         raise ValueError(f"top_p must be None or in (0, 1], but got {top_p!r}")
 
 

@@ -46,6 +46,9 @@ def heads_mask(mask, batch: int, queries: int, keys: int):
     (B, T, 1): False for a query that may attend to no key, whose output an
     attention module then sets to 0 after W^O (otherwise W^O's bias).
     """
+    if isinstance(mask, torch.Tensor) and mask.dim() > 3:
+        raise ValueError(f"mask: one (B, T, S) mask serves every head, but "
+                         f"got shape {tuple(mask.shape)}")
     check_mask(mask, (batch, queries, keys))
     has_key = mask.any(dim=-1, keepdim=True)
     return (mask[:, None] if mask.dim() == 3 else mask), has_key

@@ -81,9 +81,11 @@ class RMSNorm(nn.Module):
     (so RMSNorm(x + c) ≠ RMSNorm(x): no shift invariance) and the bias β. What
     stays is the re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
 
-    Equal to ``nn.RMSNorm(D, eps)``, also in bfloat16 and float16: as PyTorch
-    does, mean(x²), the root and the product with γ are computed in float32
-    (float64 stays float64) and the result is cast back to x's dtype.
+    Equal to ``nn.RMSNorm(D, eps)``; in float16 to within one float16 step,
+    because this divides by the root where PyTorch multiplies by its
+    reciprocal. As PyTorch does, mean(x²), the root and the product with γ
+    are computed in float32 (float64 stays float64) and the result is cast
+    back to x's dtype.
 
     Args:
         d_model: D, the size of the last dimension.
