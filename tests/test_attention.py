@@ -161,6 +161,8 @@ def test_bad_mask_helpers():
         padding_mask(torch.ones(4, dtype=torch.long), 0)
     with pytest.raises(TypeError, match="pad_id must be an integer token id, but got None"):
         padding_mask(torch.ones(2, 4, dtype=torch.long), None)
+    with pytest.raises(TypeError, match="pad_id must be an integer token id, but got True"):
+        padding_mask(torch.ones(2, 4, dtype=torch.long), True)    # not id 1
 
 
 def test_causal_mask_takes_integers_only():

@@ -127,3 +127,10 @@ def test_require_positive_names_the_first_value_that_is_not(value):
     require_positive(eps=1e-5, base=10000)
     with pytest.raises(ValueError, match=rf"^eps must be positive, but got {re.escape(repr(value))}$"):
         require_positive(base=2.0, eps=value)
+
+
+def test_require_ids_names_the_two_id_dtypes_an_embedding_takes():
+    for dtype in (torch.int16, torch.int8, torch.uint8):
+        with pytest.raises(ValueError, match=rf"^src: expected token ids of shape \(B, S\), but got {dtype} of "
+                                             r"shape \(2, 3\) \(ids must be int64 or int32\)$"):
+            require_ids(torch.ones(2, 3, dtype=dtype), "src", lead="B, S")

@@ -82,10 +82,13 @@ def require_ids(tokens, name: str = "tokens", lead: str = "B, L") -> None:
     shape received and the shape expected otherwise.
     """
     require_tensors(**{name: tokens})
-    if (tokens.dim() != 2 or tokens.dtype.is_floating_point
-            or tokens.dtype.is_complex or tokens.dtype == torch.bool):
+    if tokens.dim() != 2 or tokens.dtype not in (torch.int64, torch.int32):
+        # an embedding table takes int64 or int32 ids only
+        other_ints = tokens.dtype in (torch.int16, torch.int8, torch.uint8)
         raise ValueError(f"{name}: expected token ids of shape ({lead}), "
-                         f"but got {tokens.dtype} of shape {tuple(tokens.shape)}")
+                         f"but got {tokens.dtype} of shape {tuple(tokens.shape)}"
+                         + (" (ids must be int64 or int32)" if other_ints
+                            else ""))
 
 
 def require_width(x, d_model: int, name: str = "x",

@@ -170,6 +170,8 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """
     require_ids(tokens, lead="B, S")
     try:
+        if isinstance(pad_id, bool):   # True would silently mean id 1
+            raise TypeError
         operator.index(pad_id)
     except TypeError:
         raise TypeError(f"pad_id must be an integer token id, but got "
