@@ -6,8 +6,9 @@
 Every variant is chapter 11's decoder-only model (book/records/ch11_budget.json: the same settings,
 the same batches, the same number of steps) with one switch of ``GPTConfig`` changed: RMSNorm,
 RoPE, SwiGLU at a parameter-matched width, GQA with 2 key/value heads, MQA, and the first four
-together (GQA, not MQA); the baseline and RoPE also with seeds 1 and 2. Each is scored on the test and longer splits (greedy decoding). The results go to
-book/records/ch12_variants.json (merged by variant name), which chapter 12 renders.
+together (GQA, not MQA); the baseline and RoPE also with seeds 1 and 2. Each is scored on the
+test and longer splits (greedy decoding). The results go to book/records/ch12_variants.json
+(merged by variant name), which chapter 12 renders.
 """
 from __future__ import annotations
 

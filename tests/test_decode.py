@@ -78,7 +78,7 @@ def test_length_penalty_and_bad_arguments(model, src):
         beam_search(model, src, beam_size=True)    # a bool is not a size
     with pytest.raises(ValueError, match=r"^eos_id=0 is the pad_id: decoding could never tell"):
         greedy_decode(model, src, eos_id=model.config.pad_id)
-    with pytest.raises(ValueError, match=r"^bos_id must be an integer token id, but got 'a'$"):
+    with pytest.raises(TypeError, match=r"^bos_id must be an integer token id, but got 'a'$"):
         beam_search(model, src, bos_id="a")
 
 

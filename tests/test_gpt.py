@@ -686,3 +686,9 @@ def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
         sample(z, temperature=torch.tensor(0.7))
     with pytest.raises(ValueError, match=r"^top_p must be None or in \(0, 1\], but got True$"):
         sample(z, top_p=True)
+
+
+def test_generate_refuses_a_bool_eos_id_by_name():
+    m = GPT(GPTConfig(12, d_model=8, n_heads=2, n_layers=1, d_ff=16)).eval()
+    with pytest.raises(TypeError, match=r"^eos_id must be an integer token id, but got True$"):
+        generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=True)

@@ -26,6 +26,20 @@ def require_sizes(**sizes) -> None:
     _require_ints(sizes, 1, "a positive integer")
 
 
+def require_token_id(**ids) -> None:
+    """检查这些词元编号都是整数（不是 bool），否则报出第一个不合格的参数名。
+
+    ``require_token_id(pad_id=True)`` raises
+    ``TypeError: pad_id must be an integer token id, but got True`` (True would
+    silently mean id 1). NumPy integers are integers; the range is the
+    caller's to check.
+    """
+    for name, value in ids.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer token id, "
+                            f"but got {value!r}")
+
+
 def require_counts(**counts) -> None:
     """检查这些个数都是非负整数（可以为 0），否则报出第一个不合格的参数名。
 

@@ -18,7 +18,8 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import require_dropout, require_ids, require_tensors
+from tf_tutorial._checks import (require_dropout, require_ids, require_tensors,
+                                 require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -169,13 +170,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     (B, S).
     """
     require_ids(tokens, lead="B, S")
-    try:
-        if isinstance(pad_id, bool):   # True would silently mean id 1
-            raise TypeError
-        operator.index(pad_id)
-    except TypeError:
-        raise TypeError(f"pad_id must be an integer token id, but got "
-                        f"{pad_id!r}") from None
+    require_token_id(pad_id=pad_id)
     return (tokens != pad_id)[:, None, :]
 
 

@@ -13,11 +13,10 @@ D d_model, H heads, d_k head width, V target vocabulary size.
 from __future__ import annotations
 
 import functools
-import numbers
 
 import torch
 
-from tf_tutorial._checks import require_ids, require_sizes
+from tf_tutorial._checks import require_ids, require_sizes, require_token_id
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer
 
@@ -72,10 +71,8 @@ def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
     c = model.config
     ids = {"bos_id": c.bos_id if bos_id is None else bos_id,
            "eos_id": c.eos_id if eos_id is None else eos_id}
+    require_token_id(**ids)
     for name, i in ids.items():
-        if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-            raise ValueError(f"{name} must be an integer token id, "
-                             f"but got {i!r}")
         if not 0 <= i < c.tgt_vocab_size and (name, i) != ("eos_id", -1):
             raise ValueError(f"{name}={i} is out of range for the target "
                              f"vocabulary of {c.tgt_vocab_size} tokens")

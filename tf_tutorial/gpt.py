@@ -26,7 +26,7 @@ from torch import nn
 
 from tf_tutorial._checks import (_is_real, require_counts, require_ids,
                                  require_positive, require_tensors,
-                                 require_width)
+                                 require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -418,8 +418,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         ``lengths`` that are not B integers in [1, L].
     """
     _check_sampling(temperature, top_k, top_p)
-    if eos_id is not None and (not isinstance(eos_id, int)
-                               or eos_id == model.config.pad_id):
+    if eos_id is not None:
+        require_token_id(eos_id=eos_id)
+    if eos_id is not None and eos_id == model.config.pad_id:
         raise ValueError("eos_id must be None or an id other than "
                          f"pad_id={model.config.pad_id}, but got {eos_id!r}")
     require_counts(max_new_tokens=max_new_tokens)
