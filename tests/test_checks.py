@@ -9,7 +9,7 @@ import re
 import pytest
 import torch
 
-from tf_tutorial._checks import (require_counts, require_dropout, require_ids, require_positive, require_sizes,
+from tf_tutorial._checks import (require_counts, require_dropout, require_fits, require_flags, require_ids, require_positive, require_sizes,
                                  require_tensors, require_width)
 from tf_tutorial.attention import grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.decoder import DecoderLayer
@@ -134,3 +134,62 @@ def test_require_ids_names_the_two_id_dtypes_an_embedding_takes():
         with pytest.raises(ValueError, match=rf"^src: expected token ids of shape \(B, S\), but got {dtype} of "
                                              r"shape \(2, 3\) \(ids must be int64 or int32\)$"):
             require_ids(torch.ones(2, 3, dtype=dtype), "src", lead="B, S")
+
+
+@pytest.mark.parametrize("value", ["False", "no", 0, 1, None, torch.tensor(True)])
+def test_require_flags_refuses_what_python_would_read_as_true_or_false(value):
+    import numpy as np
+    require_flags(causal=True, use_cache=False, norm_first=np.bool_(True))
+    with pytest.raises(TypeError, match=rf"^causal must be True or False, but got {re.escape(repr(value))}$"):
+        require_flags(use_cache=True, causal=value)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda v: flash_attention(*[torch.ones(1, 3, 4)] * 3, causal=v), "causal"),
+    (lambda v: EncoderLayer(8, 2, 16, 0.0, norm_first=v), "norm_first"),
+    (lambda v: DecoderLayer(8, 2, 16, 0.0, norm_first=v), "norm_first"),
+    (lambda v: TransformerConfig(10, 10, tie_output=v), "tie_output"),
+    (lambda v: TransformerConfig(10, 10, share_embeddings=v), "share_embeddings"),
+    (lambda v: GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_first=v), "norm_first"),
+    (lambda v: generate(GPT(GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)),
+                        torch.ones(1, 2, dtype=torch.long), 1, use_cache=v), "use_cache"),
+])
+def test_switches_are_refused_unless_true_or_false(call, name):
+    """The string "False" is truthy: without the check, norm_first="False" builds a Pre-LN model."""
+    for fine in (False, True):
+        call(fine)
+    with pytest.raises(TypeError, match=f"^{name} must be True or False, but got 'False'$"):
+        call("False")
+
+
+def test_require_fits_counts_the_cached_tokens():
+    require_fits("tokens", 3, 5, 8)                           # positions 3..7 of 8: fits
+    with pytest.raises(ValueError, match="^src: 9 tokens exceed the model's max_len=8$"):
+        require_fits("src", 0, 9, 8)
+    with pytest.raises(ValueError, match="^tokens: 6 tokens after 3 cached ones exceed the model's max_len=8$"):
+        require_fits("tokens", 3, 6, 8)
+
+
+def test_sampling_a_row_with_no_distribution_names_the_rows():
+    """An all -inf row (every token forbidden), or a NaN, used to reach torch.multinomial's own message."""
+    logits = torch.randn(2, 3, 5)
+    logits[1, 2] = float("-inf")
+    logits[0, 0, 1] = float("nan")
+    with pytest.raises(ValueError, match=re.escape("logits: 2 row(s) give no distribution to sample from "
+                                                   "(rows [0, 5] of the flattened (6, 5))")):
+        sample(logits)
+    logits[0, 0, 1] = logits[1, 2, 3] = 0.0                   # one finite logit is enough
+    assert sample(logits)[1, 2] == 3
+
+
+@pytest.mark.parametrize("module, name", [
+    (MultiHeadAttention(8, 2), "query"),
+    (PositionwiseFeedForward(8, 16), "x"),
+    (EncoderLayer(8, 2, 16, 0.0), "x"),
+    (LayerNorm(8), "x"),
+])
+def test_integer_vectors_are_refused_by_name(module, name):
+    """An int query reached nn.Linear: "mat1 and mat2 must have the same dtype, but got Long and Float"."""
+    x = torch.ones(2, 3, 8, dtype=torch.long)
+    with pytest.raises(ValueError, match=f"^{name} must be floating point, but got dtype torch.int64$"):
+        module(*([x, x, x] if name == "query" else [x]))

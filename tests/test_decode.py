@@ -80,6 +80,24 @@ def test_length_penalty_and_bad_arguments(model, src):
         greedy_decode(model, src, eos_id=model.config.pad_id)
     with pytest.raises(TypeError, match=r"^bos_id must be an integer token id, but got 'a'$"):
         beam_search(model, src, bos_id="a")
+    for bad in (3.0, True):                        # range(3.0) failed inside; True read as 1
+        with pytest.raises(ValueError, match=f"^max_len must be a positive integer, but got {bad}$"):
+            greedy_decode(model, src, max_len=bad)
+    for bad in ("x", -0.5, float("nan"), None):    # "x" failed only after the whole search
+        with pytest.raises(ValueError, match=f"^alpha must be a number >= 0, but got {bad!r}$"):
+            beam_search(model, src, alpha=bad)
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, beam_search])
+def test_a_bos_id_the_config_would_refuse_is_refused(model, src, decode):
+    """bos_id = pad_id: recomputation masked BOS as padding and the cache did not, so the two differed."""
+    pad = model.config.pad_id
+    with pytest.raises(ValueError, match=rf"^bos_id={pad} is the pad_id: the decoder would mask"):
+        decode(model, src, bos_id=pad, eos_id=-1, max_len=5)
+    with pytest.raises(ValueError, match=r"^bos_id=2 and eos_id=2 must be different ids$"):
+        decode(model, src, bos_id=2, eos_id=2, max_len=5)
+    cached = decode(model, src, bos_id=3, eos_id=-1, max_len=5)   # any other id: both paths agree
+    assert torch.equal(cached, decode(model, src, bos_id=3, eos_id=-1, max_len=5, use_cache=False))
 
 
 def test_attention_maps_shapes_and_rows(model, src):
@@ -131,7 +149,7 @@ def test_positions_start_where_the_cache_ends(model, src):
     first = model.decode(tgt[:, :4], memory, src_mask, cache=cache)            # a prefix of 4 at once
     rest = model.decode(tgt[:, 4:], memory, src_mask, cache=cache)             # then 3 more together
     assert torch.allclose(torch.cat([first, rest], 1), full, atol=1e-6, rtol=0)
-    with pytest.raises(ValueError, match="positions 7..64 exceeds max_len=64"):
+    with pytest.raises(ValueError, match="tgt_in: 58 tokens after 7 cached ones exceed the model.s max_len=64"):
         model.decode(torch.ones(3, 58, dtype=torch.long), memory, src_mask, cache=cache)
 
 

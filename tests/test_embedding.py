@@ -86,8 +86,9 @@ def test_eval_determinism_and_bad_input():
         with pytest.raises(ValueError, match=f"tokens must be int64 or int32 ids, but got dtype {dtype}$"):
             emb(torch.ones(B, L, dtype=dtype))
     pe = SinusoidalPositionalEncoding(D, 10)
-    with pytest.raises(ValueError, match="start must be >= 0, but got -1$"):
-        pe(torch.zeros(1, 4, D), start=-1)
+    for bad in (-1, 0.5, True, None):
+        with pytest.raises(ValueError, match=f"^start must be an integer >= 0, but got {bad!r}$"):
+            pe(torch.zeros(1, 4, D), start=bad)
     with pytest.raises(ValueError, match="d_model must be a positive integer, but got 0"):
         positional_encoding(10, 0)
     with pytest.raises(ValueError, match="max_len must be a positive integer, but got 0"):

@@ -224,3 +224,12 @@ def test_bad_shapes_and_masks_read_as_chapter_3():
         flash_attention(q, k[..., :3], v)
     with pytest.raises(ValueError, match="k and v must have the same length S"):
         flash_attention(q, k, v[..., :6, :])
+
+
+def test_no_queries_give_an_empty_output_as_the_reference_does():
+    k = torch.randn(2, 3, 4, dtype=torch.float64)
+    for causal in (False, True):
+        out = flash_attention(torch.randn(2, 0, 4, dtype=torch.float64), k, k[..., :2], causal=causal)
+        assert out.shape == (2, 0, 2) and out.dtype == torch.float64
+    ref, _ = scaled_dot_product_attention(torch.randn(2, 0, 4), k.float(), k.float())
+    assert ref.shape == (2, 0, 4)

@@ -443,6 +443,23 @@ def test_bad_generate_arguments(prompt_, n, message):
         generate(_model(), prompt_, n)
 
 
+@pytest.mark.parametrize("positions", ["sinusoidal", "learned", "rope"])
+def test_tokens_past_max_len_are_named_for_every_kind_of_position(positions):
+    """RoPE has no table, yet the model's context is still max_len; the
+    message names the argument, not an internal module."""
+    m = _model(positions=positions)
+    with pytest.raises(ValueError,
+                       match="tokens: 25 tokens exceed the model's max_len=24"):
+        m(torch.ones(1, 25, dtype=torch.long))
+    cache = m.new_cache()
+    m(torch.ones(1, 20, dtype=torch.long), cache=cache)
+    with pytest.raises(ValueError, match="tokens: 5 tokens after 20 cached"):
+        m(torch.ones(1, 5, dtype=torch.long), cache=cache)
+    assert m(torch.ones(1, 4, dtype=torch.long), cache=cache).shape == (1, 4, V)
+    with pytest.raises(ValueError, match=r"^tokens: expected at least one token, but got shape \(1, 0\)$"):
+        m(torch.ones(1, 0, dtype=torch.long))
+
+
 @pytest.mark.parametrize("kw, message", [
     (dict(temperature=0), "temperature must be a positive number, but got 0"),
     (dict(top_p=1.5), r"top_p must be None or in \(0, 1\], but got 1.5"),
@@ -692,3 +709,13 @@ def test_generate_refuses_a_bool_eos_id_by_name():
     m = GPT(GPTConfig(12, d_model=8, n_heads=2, n_layers=1, d_ff=16)).eval()
     with pytest.raises(TypeError, match=r"^eos_id must be an integer token id, but got True$"):
         generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=True)
+
+
+@pytest.mark.parametrize("eos_id", [12, 999, -1])
+def test_generate_refuses_an_eos_id_outside_the_vocabulary(eos_id):
+    """An id the model can never produce would silently turn stopping off."""
+    m = GPT(GPTConfig(12, d_model=8, n_heads=2, n_layers=1, d_ff=16)).eval()
+    with pytest.raises(ValueError, match=rf"^eos_id must be None or an id in \[0, 12\) other than pad_id=0, "
+                                         rf"but got {eos_id}$"):
+        generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=eos_id)
+    assert generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=11).shape == (4,)

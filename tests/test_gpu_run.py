@@ -55,7 +55,8 @@ def test_the_record_describes_the_machine_with_the_package_function(dry_run):
     assert {"name", "torch", "python", "date", "label", "slug", "threads"} <= set(m)
     assert m["device"] == "cpu" and m["slug"].startswith("cpu-")
     import scripts.gpu_run as g
-    assert not hasattr(g, "machine") and "perf_counter" not in open(g.__file__, encoding="utf-8").read()
+    from pathlib import Path
+    assert not hasattr(g, "machine") and "perf_counter" not in Path(g.__file__).read_text(encoding="utf-8")
 
 
 def test_a_second_call_adds_the_stages_the_first_left(tmp_path):

@@ -322,3 +322,18 @@ def test_fused_attention_with_enable_gqa_equals_the_readable_path():
     got = fused_attention(q, k, v, mask, enable_gqa=True)
     assert torch.allclose(got, grouped_query_attention(q, k, v, mask), atol=1e-12)
     assert torch.equal(got[0, :, 3], torch.zeros(6, 4, dtype=torch.float64))
+
+
+def test_the_mask_is_checked_against_the_scores_real_shape():
+    """q's batch of 1 broadcasts against k's batch of 2: the scores are (2, H, L, S), and a (2, 1, L, S) mask
+    fits them. The check once used q's leading dimensions only, and refused it."""
+    torch.manual_seed(3)
+    q, k, v = torch.randn(1, 4, 3, 8), torch.randn(2, 2, 5, 8), torch.randn(2, 2, 5, 8)
+    mask = torch.rand(2, 1, 3, 5) > 0.3
+    out = grouped_query_attention(q, k, v, mask)
+    out = out[0] if isinstance(out, tuple) else out
+    ref = F.scaled_dot_product_attention(q.expand(2, -1, -1, -1), k.repeat_interleave(2, 1),
+                                         v.repeat_interleave(2, 1), attn_mask=mask)
+    assert out.shape == (2, 4, 3, 8) and torch.allclose(out, ref, atol=1e-6)
+    with pytest.raises(ValueError, match=r"does not broadcast to .*\(2, 4, 3, 5\)"):
+        grouped_query_attention(q, k, v, torch.ones(3, 1, 3, 5, dtype=torch.bool))

@@ -95,6 +95,31 @@ def test_bad_token_shapes():
         m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))
 
 
+@pytest.mark.parametrize("src_len, tgt_len, message", [
+    (9, 3, "src: 9 tokens exceed the model's max_len=8"),
+    (3, 9, "tgt_in: 9 tokens exceed the model's max_len=8"),
+])
+def test_a_sequence_longer_than_max_len_is_named(src_len, tgt_len, message):
+    """Not the position table's message: the argument that is too long."""
+    m = Transformer(TransformerConfig(**SMALL, max_len=8))
+    src = torch.ones(1, src_len, dtype=torch.long)
+    tgt = torch.ones(1, tgt_len, dtype=torch.long)
+    with pytest.raises(ValueError, match=message):
+        m(src, tgt)
+    assert m(src[:, :8], tgt[:, :8]).shape == (1, min(tgt_len, 8), 23)
+
+
+def test_an_empty_target_and_an_id_out_of_range_name_their_argument():
+    m = Transformer(TransformerConfig(**{**SMALL, "src_vocab_size": 13, "tgt_vocab_size": 11}))
+    with pytest.raises(ValueError, match=r"^tgt_in: expected at least one token \(BOS\), but got shape \(2, 0\)$"):
+        m(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match="^tgt_in: token id 12 is out of range for vocab_size=11$"):
+        m(torch.tensor([[3, 12]]), torch.tensor([[1, 12]]))          # 12 is a fine source id
+    with pytest.raises(ValueError, match="^src: token id 13 is out of range for vocab_size=13$"):
+        m(torch.tensor([[3, 13]]), torch.tensor([[1, 2]]))
+    assert m(torch.ones(1, 0, dtype=torch.long), torch.ones(1, 2, dtype=torch.long)).isfinite().all()
+
+
 @pytest.mark.parametrize("pad_id, bos_id, eos_id", [(0, 1, 2), (1, 0, 2), (2, 1, 0), (3, 1, 2)])
 def test_special_ids_left_unset_avoid_the_padding_id(pad_id, bos_id, eos_id):
     c = TransformerConfig(10, 10, pad_id=pad_id)

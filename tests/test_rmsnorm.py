@@ -125,3 +125,10 @@ def test_has_weight_only():
     norm = RMSNorm(D)
     assert [name for name, _ in norm.named_parameters()] == ["weight"]
     assert (norm.weight == 1).all() and norm.weight.shape == (D,)
+
+
+@pytest.mark.parametrize("norm", [RMSNorm(3), LayerNorm(3)])
+def test_integer_vectors_are_refused_by_name(norm):
+    """RMSNorm computed in float32 and cast back: [[1, 2, 3]] became [[0, 0, 1]]."""
+    with pytest.raises(ValueError, match="^x must be floating point, but got dtype torch.int64$"):
+        norm(torch.tensor([[1, 2, 3]]))

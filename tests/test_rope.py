@@ -216,3 +216,9 @@ def test_low_precision_rotates_in_float32_and_rounds_once():
     x = torch.randn(2, 50, 8).to(torch.bfloat16)
     pos = torch.arange(1000, 1050)
     assert torch.equal(rotate(x, pos), rotate(x.float(), pos).to(torch.bfloat16))
+
+
+def test_integer_vectors_are_refused_not_truncated():
+    """float32 inside, then back to x's dtype: an int64 x came back as rounded garbage."""
+    with pytest.raises(ValueError, match="^rotate: x must be floating point, but got dtype torch.int64"):
+        rotate(torch.tensor([[3, 4], [3, 4]]), [0, 1])

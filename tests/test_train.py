@@ -43,6 +43,10 @@ def test_device_and_precision_choice():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA GPU is available"):
             pick_device("cuda")
+    for bad in ("tpu", "gpu", 3.5):      # torch's own message lists 20-odd backends
+        with pytest.raises(ValueError, match=f"^device must be 'auto', 'cpu', 'cuda', 'cuda:N' or another torch "
+                                             f"device, but got {bad!r}$"):
+            pick_device(bad)
 
 
 def test_a_tiny_run_learns_and_records_curves(corpus):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 
+import numpy as np
 import torch
 
 
@@ -37,6 +38,19 @@ def require_token_id(**ids) -> None:
     for name, value in ids.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
             raise TypeError(f"{name} must be an integer token id, "
+                            f"but got {value!r}")
+
+
+def require_flags(**flags) -> None:
+    """检查这些开关都是 True 或 False，否则报出第一个不合格的参数名。
+
+    ``require_flags(causal="no")`` raises
+    ``TypeError: causal must be True or False, but got 'no'`` (a non-empty
+    string would silently mean True). NumPy booleans are accepted.
+    """
+    for name, value in flags.items():
+        if not isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{name} must be True or False, "
                             f"but got {value!r}")
 
 
@@ -105,13 +119,29 @@ def require_ids(tokens, name: str = "tokens", lead: str = "B, L") -> None:
                             else ""))
 
 
+def require_fits(name: str, start: int, length: int, max_len: int) -> None:
+    """检查从位置 ``start`` 起的 ``length`` 个词元没有超出模型的 max_len。
+
+    ``require_fits("src", 0, 7, 5)`` raises
+    ``ValueError: src: 7 tokens exceed the model's max_len=5``; with
+    ``start`` > 0 (a KV cache) the message counts the cached tokens too.
+    """
+    if start + length > max_len:
+        where = f"{length} tokens" + (f" after {start} cached ones"
+                                      if start else "")
+        raise ValueError(f"{name}: {where} exceed the model's "
+                         f"max_len={max_len}")
+
+
 def require_width(x, d_model: int, name: str = "x",
                   lead: str | None = None) -> None:
     """检查 ``x`` 是最后一维为 D 的张量；给出 ``lead``（如 "B, L"）时还检查维数。
 
     ``lead`` names the leading dimensions: ``require_width(x, 12, lead="B, S")``
     wants (B, S, 12). Raise TypeError for a non-tensor and ValueError naming
-    ``name``, the shape received and the one expected otherwise.
+    ``name``, the shape received and the one expected otherwise; also for
+    integer or bool ``x`` (vectors are floating point: an integer result
+    would be silently truncated).
     """
     require_tensors(**{name: x})
     if lead is not None:
@@ -121,3 +151,6 @@ def require_width(x, d_model: int, name: str = "x",
     elif x.dim() == 0 or x.shape[-1] != d_model:
         raise ValueError(f"{name}: expected last dimension {d_model}, "
                          f"but got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise ValueError(f"{name} must be floating point, "
+                         f"but got dtype {x.dtype}")

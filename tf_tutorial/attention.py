@@ -55,7 +55,8 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          f"broadcast, but got shapes {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
     if mask is not None:       # grouped: H_kv key heads serve H query heads
-        lead = (q.shape[:-2] if grouped
+        lead = ((*torch.broadcast_shapes(q.shape[:-3], k.shape[:-3]),
+                 q.shape[-3]) if grouped
                 else torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
         check_mask(mask, (*lead, q.shape[-2], k.shape[-2]))
 

@@ -16,7 +16,8 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import require_ids, require_sizes, require_token_id
+from tf_tutorial._checks import (_is_real, require_flags, require_ids,
+                                 require_sizes, require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer
 
@@ -60,6 +61,8 @@ def _in_eval_mode(fn):
 def _max_len(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
     require_ids(src, "src", lead="B, S")
     limit = model.config.max_len - 1
+    if max_len is not None:
+        require_sizes(max_len=max_len)
     n = min(src.shape[1] + 20, limit) if max_len is None else max_len
     if not 1 <= n <= limit:
         raise ValueError(f"max_len must be in [1, {limit}] "
@@ -79,6 +82,12 @@ def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
     if ids["eos_id"] == c.pad_id:
         raise ValueError(f"eos_id={c.pad_id} is the pad_id: decoding "
                          "could never tell an end from padding")
+    if ids["bos_id"] == c.pad_id:   # masked as padding without the cache only
+        raise ValueError(f"bos_id={c.pad_id} is the pad_id: the decoder "
+                         "would mask its first position as padding")
+    if ids["bos_id"] == ids["eos_id"]:
+        raise ValueError(f"bos_id={ids['bos_id']} and eos_id="
+                         f"{ids['eos_id']} must be different ids")
     return ids["bos_id"], ids["eos_id"]
 
 
@@ -107,6 +116,7 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
         L ≤ max_len.
     The model decodes in eval mode and is left in the mode it was in.
     """
+    require_flags(use_cache=use_cache)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     n, pad = _max_len(model, src, max_len), model.config.pad_id
     memory, src_mask = model.encode(src)
@@ -160,6 +170,9 @@ def beam_search(model: Transformer, src: torch.Tensor,
     restored).
     """
     require_sizes(beam_size=beam_size)
+    if not (_is_real(alpha) and 0 <= alpha < float("inf")):
+        raise ValueError(f"alpha must be a number >= 0, but got {alpha!r}")
+    require_flags(use_cache=use_cache)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     n, pad, k = _max_len(model, src, max_len), model.config.pad_id, beam_size
     B, dev = src.shape[0], src.device

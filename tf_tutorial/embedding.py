@@ -12,7 +12,7 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_dropout, require_sizes,
+from tf_tutorial._checks import (require_counts, require_dropout, require_sizes,
                                  require_tensors, require_width)
 
 
@@ -114,12 +114,11 @@ class _PositionalBase(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def _check(self, x: torch.Tensor, start: int) -> int:
-        require_width(x, self.d_model, lead="B, L")
-        if not x.is_floating_point():
+        if isinstance(x, torch.Tensor) and not x.is_floating_point():
             raise ValueError(f"x must be floating-point vectors (B, L, D), "
                              f"but got dtype {x.dtype}: embed the ids first")
-        if start < 0:
-            raise ValueError(f"start must be >= 0, but got {start}")
+        require_width(x, self.d_model, lead="B, L")
+        require_counts(start=start)
         if start + x.shape[1] > self.max_len:
             where = (f"positions {start}..{start + x.shape[1] - 1}" if start
                      else f"sequence length {x.shape[1]}")

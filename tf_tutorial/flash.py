@@ -33,7 +33,7 @@ import math
 
 import torch
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_flags, require_sizes
 from tf_tutorial.attention import _check_inputs
 
 
@@ -101,6 +101,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     what makes its backward small.
     """
     require_sizes(block_size=block_size)
+    require_flags(causal=causal)
     _check_inputs(q, k, v, mask)
     L, S, in_dtype = q.shape[-2], k.shape[-2], q.dtype
     # float32, or float64 for float64
@@ -109,7 +110,9 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if mask is not None:
         mask = mask.expand(*batch, L, S)  # a view: (..., L, S) costs no memory
     q = q.to(dtype) / math.sqrt(q.shape[-1])  # fold the scale into q once
-    out = []
+    # starts with an empty (..., 0, d_v) block, so L = 0 gives an empty out
+    out = [torch.zeros((*batch, 0, v.shape[-1]), dtype=dtype,
+                       device=q.device)]
     for i0 in range(0, L, block_size):
         i1 = min(i0 + block_size, L)
         m = torch.full((*batch, i1 - i0, 1), -math.inf, dtype=dtype,

@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (_is_real, require_counts, require_ids,
-                                 require_positive, require_tensors,
+from tf_tutorial._checks import (_is_real, require_counts, require_fits,
+                                 require_flags,
+                                 require_ids, require_positive, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -119,6 +120,7 @@ class GPTConfig:
                              "but d_model / n_heads = "
                              f"{self.d_model // self.n_heads}")
         require_positive(eps=self.eps)
+        require_flags(norm_first=self.norm_first)
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点或记录用）。"""
@@ -281,6 +283,10 @@ class GPT(nn.Module):
                              f"{len(self.blocks)} layers, "
                              f"but got one for {len(cache.layers)}")
         start, L = (0 if cache is None else cache.length), tokens.shape[1]
+        require_fits("tokens", start, L, self.config.max_len)
+        if L == 0:
+            raise ValueError("tokens: expected at least one token, "
+                             f"but got shape {tuple(tokens.shape)}")
         if cache is None:
             mask = (causal_mask(L, tokens.device)
                     & padding_mask(tokens, self.config.pad_id))     # (B, L, L)
@@ -365,13 +371,28 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
     Draw the next token from logits (..., |V|) → ids (...). ``top_k=1`` is
     greedy decoding (argmax, no random number is drawn). ``generator``: a
     ``torch.Generator`` on the logits' device, for repeatable draws.
+
+    Raises:
+        ValueError: on the CPU, a row of logits that are all -inf, or that
+            hold a NaN: there is no distribution to draw from. The check
+            costs nothing on the normal path; on a GPU the draw fails on
+            the device instead.
     """
     _check_sampling(temperature, top_k, top_p, logits)
     if top_k == 1:
         return logits.argmax(-1)
     p = sampling_probs(logits, temperature, top_k, top_p)
     flat = p.reshape(-1, p.shape[-1])
-    return torch.multinomial(flat, 1, generator=generator).view(p.shape[:-1])
+    try:
+        drawn = torch.multinomial(flat, 1, generator=generator)
+    except RuntimeError:
+        bad = (~torch.isfinite(flat).all(-1)).nonzero().flatten().tolist()
+        if not bad:
+            raise
+        raise ValueError(f"logits: {len(bad)} row(s) give no distribution to "
+                         f"sample from (rows {bad[:5]} of the flattened "
+                         f"{tuple(flat.shape)}): all -inf, or a NaN") from None
+    return drawn.view(p.shape[:-1])
 
 
 @torch.no_grad()
@@ -420,10 +441,13 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
     _check_sampling(temperature, top_k, top_p)
     if eos_id is not None:
         require_token_id(eos_id=eos_id)
-    if eos_id is not None and eos_id == model.config.pad_id:
-        raise ValueError("eos_id must be None or an id other than "
+    if eos_id is not None and (eos_id == model.config.pad_id or not
+                               0 <= eos_id < model.config.vocab_size):
+        raise ValueError("eos_id must be None or an id in "
+                         f"[0, {model.config.vocab_size}) other than "
                          f"pad_id={model.config.pad_id}, but got {eos_id!r}")
     require_counts(max_new_tokens=max_new_tokens)
+    require_flags(use_cache=use_cache)
     require_tensors(prompt=prompt)
     if (prompt.dim() not in (1, 2)
             or prompt.dtype not in (torch.int64, torch.int32)):

@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_dropout, require_ids, require_sizes
+from tf_tutorial._checks import (require_dropout, require_fits, require_flags,
+                                 require_ids, require_sizes)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -102,6 +103,9 @@ class TransformerConfig:
         if self.bos_id == self.eos_id:   # decoding would never stop
             raise ValueError(f"bos_id={self.bos_id} and eos_id={self.eos_id} "
                              f"must be different ids")
+        require_flags(norm_first=self.norm_first,
+                      share_embeddings=self.share_embeddings,
+                      tie_output=self.tie_output)
         if self.share_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "share_embeddings=True needs one shared vocabulary, but got "
@@ -111,6 +115,14 @@ class TransformerConfig:
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点用）。"""
         return asdict(self)
+
+
+def _embed(table: TokenEmbedding, ids: torch.Tensor, name: str):
+    """Look ids up; an id out of range names the argument it came in."""
+    try:
+        return table(ids)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
 
 
 class Transformer(nn.Module):
@@ -146,9 +158,10 @@ class Transformer(nn.Module):
         src (B, S) → memory (B, S, D) and the source mask (B, 1, S).
         """
         require_ids(src, "src", lead="B, S")
+        require_fits("src", 0, src.shape[1], self.config.max_len)
         src_mask = padding_mask(src, self.config.pad_id)         # (B, 1, S)
-        return (self.encoder(self.positions(self.src_embed(src)), src_mask),
-                src_mask)
+        x = _embed(self.src_embed, src, "src")                   # (B, S, D)
+        return self.encoder(self.positions(x), src_mask), src_mask
 
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor,
                src_mask: torch.Tensor, cache: DecoderCache | None = None,
@@ -166,6 +179,10 @@ class Transformer(nn.Module):
         """
         require_ids(tgt_in, "tgt_in", lead="B, T")
         start, T = (0 if cache is None else cache.length), tgt_in.shape[1]
+        require_fits("tgt_in", start, T, self.config.max_len)
+        if T == 0:
+            raise ValueError("tgt_in: expected at least one token (BOS), "
+                             f"but got shape {tuple(tgt_in.shape)}")
         if cache is None:
             self_mask = causal_mask(T, tgt_in.device) & padding_mask(
                 tgt_in, self.config.pad_id)                      # (B, T, T)
@@ -174,7 +191,8 @@ class Transformer(nn.Module):
             # and their past
             self_mask = None if T == 1 else causal_mask(
                 start + T, tgt_in.device)[start:]                # (T, t + T)
-        x = self.positions(self.tgt_embed(tgt_in), start)        # (B, T, D)
+        x = self.positions(_embed(self.tgt_embed, tgt_in, "tgt_in"),
+                           start)                                # (B, T, D)
         y = self.decoder(x, memory, self_mask, src_mask, cache, return_weights)
         if return_weights:
             y, maps = y

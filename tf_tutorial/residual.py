@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_dropout
+from tf_tutorial._checks import require_dropout, require_flags
 from tf_tutorial.norm import LayerNorm
 
 
@@ -36,6 +36,7 @@ class SublayerConnection(nn.Module):
                  norm_first: bool = False, eps: float = 1e-5):
         super().__init__()
         require_dropout(dropout)
+        require_flags(norm_first=norm_first)
         self.norm, self.dropout, self.norm_first = (
             LayerNorm(d_model, eps), nn.Dropout(dropout), norm_first)
 
@@ -62,5 +63,8 @@ def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
     normalises the stack's output there), off for Post-LN (the last sublayer
     already did).
     """
+    require_flags(norm_first=norm_first)
+    if enabled is not None:
+        require_flags(final_norm=enabled)
     use = norm_first if enabled is None else enabled
     return LayerNorm(d_model, eps) if use else nn.Identity()

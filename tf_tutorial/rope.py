@@ -124,14 +124,17 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
     Shape: x (..., L, d_k) → (..., L, d_k).
     Returns: R_m x row by row, in x's dtype (computed in float32, or float64 for
         float64 x).
-    Raises: ValueError for an odd d_k, positions that do not match L,
-        non-integer positions, or base <= 0.
+    Raises: ValueError for an odd d_k, integer x, positions that do not
+        match L, non-integer positions, or base <= 0.
     """
     require_tensors(x=x)
     if x.dim() < 1 or x.shape[-1] % 2:
         raise ValueError(f"rotate: the last dimension must be even, but got "
                          f"{x.shape[-1] if x.dim() else 'a 0-d tensor'} "
                          f"(x of shape {tuple(x.shape)})")
+    if not x.is_floating_point():
+        raise ValueError(f"rotate: x must be floating point, but got dtype "
+                         f"{x.dtype} (an integer result would be truncated)")
     pos = _as_positions(positions).to(x.device)
     rows = x.shape[:-1]
     try:

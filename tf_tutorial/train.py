@@ -133,7 +133,11 @@ def pick_device(name: str = "auto") -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
         raise ValueError(
             "device 'cuda' was asked for, but no CUDA GPU is available")
-    return torch.device(name)
+    try:
+        return torch.device(name)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or "
+                         f"another torch device, but got {name!r}") from None
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
