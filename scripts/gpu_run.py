@@ -9,8 +9,8 @@
 Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
-speed-up, two checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses) and ``torch.compile``, every benchmark of ``python -m benchmarks`` on the GPU (its
+speed-up, three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
+uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, every benchmark of ``python -m benchmarks`` on the GPU (its
 rows join the CPU record on appendix A), and chapter 11's comparison at the GPU configuration's
 size: the encoder–decoder against a decoder-only model with as many parameters, the same time
 each (``--ch11-seconds``). Commit the file as book/records/gpu.json; chapters 10 and 11 and
@@ -80,6 +80,22 @@ def fp16_check(cfg, device: str, corpus, steps: int = 200) -> dict:
             "all_finite": all(math.isfinite(x) for x in loss), "seconds": r.history["seconds"]}
 
 
+def resume_check(cfg, device: str, corpus, steps: int = 40) -> dict:
+    """A run stopped halfway and resumed from its checkpoint against one that never stopped: with
+    dropout on, the losses agree only if the checkpoint restored the GPU's random state too."""
+    import tempfile
+
+    half = steps // 2
+    straight = train(cfg, corpus=corpus, device=device, max_steps=steps, progress=False).history["loss"]
+    with tempfile.TemporaryDirectory() as out:
+        train(cfg, out_dir=out, corpus=corpus, device=device, max_steps=half, progress=False)
+        resumed = train(cfg, out_dir=out, resume=Path(out) / "checkpoint.pt", corpus=corpus,
+                        device=device, max_steps=steps, progress=False).history["loss"]
+    return {"steps": steps, "resumed_at": half, "dropout": cfg.dropout,
+            "max_rel_loss_gap_after_resume": max(abs(a - b) / abs(a)
+                                                 for a, b in zip(straight[half:], resumed[half:]))}
+
+
 def compile_check(cfg, device: str, corpus, steps: int, backend: str = "inductor") -> dict:
     """``torch.compile`` against eager on the same batches: the same losses, and how long each took.
 
@@ -134,7 +150,7 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
-STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "benchmarks", "compile")
+STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
 """In the order they run: what the book needs most comes first, so a run cut short by the device's
 time limit still leaves chapter 10's row; ``compile`` (minutes of compiling) comes last."""
 
@@ -264,17 +280,19 @@ def main(argv=None) -> dict:
             record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
         elif stage == "ch11":        # 5. decoder-only against encoder–decoder, same parameters, same time
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
-        elif stage == "benchmarks":  # 6. every benchmark of python -m benchmarks (appendix A's GPU rows)
+        elif stage == "resume":      # 6. a checkpoint carries the GPU's random state
+            record["resume_check"] = resume_check(small_cfg, device, small, steps=40 if not args.dry_run else 4)
+        elif stage == "benchmarks":  # 7. every benchmark of python -m benchmarks (appendix A's GPU rows)
             record["benchmarks"] = run_all(quick=args.dry_run, device=device,
                                            repeat=1 if args.dry_run else None)
-        elif stage == "compile":     # 7. torch.compile against eager on the same batches
+        elif stage == "compile":     # 8. torch.compile against eager on the same batches
             record["compile_check"] = compile_check(small_cfg, device, small,
                                                     min(args.compile_steps, small_cfg.steps),
                                                     backend="aot_eager" if args.dry_run else "inductor")
 
     # what a stage usually takes on one GPU (seconds, generous): planned from the code, as no GPU
     # run has been recorded yet; compile: two inductor graphs, forward and backward
-    needs = {"train": args.seconds + 40, "scores": 45, "kv_cache": 20, "fp16": 25,
+    needs = {"train": args.seconds + 40, "scores": 45, "kv_cache": 20, "fp16": 25, "resume": 20,
              "ch11": 2 * args.ch11_seconds + 45, "benchmarks": 180, "compile": 150}
     for stage in stages:             # each stage is written as soon as it is done
         left = None if args.deadline is None else args.deadline - (time.monotonic() - began)

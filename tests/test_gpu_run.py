@@ -17,7 +17,8 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "benchmarks", "compile"]
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "resume", "benchmarks",
+                                   "compile"]
     times = saved["stage_seconds"]                             # to plan the device's 15 minutes
     assert list(times) == saved["stages_done"] and min(times.values()) >= 0 and sum(times.values()) > 0
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
@@ -30,6 +31,9 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
             assert 0 <= saved["scores"][f"{split}_{decoder}"]["exact_match"] <= 1
     assert saved["kv_cache"]["same_tokens"] is True
     assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
+    resume = saved["resume_check"]                             # stopped after 2 of 4 steps, with dropout
+    assert resume["resumed_at"] == 2 and resume["dropout"] > 0
+    assert resume["max_rel_loss_gap_after_resume"] < 1e-5
     assert saved["compile_check"]["max_rel_loss_gap_first_20"] < 1e-5
     bench = saved["benchmarks"]                                # appendix A's rows, from run_all
     assert bench["quick"] is True and bench["machine"] == {**saved["machine"], "date": bench["machine"]["date"]}

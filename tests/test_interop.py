@@ -49,3 +49,38 @@ def test_converting_leaves_the_callers_random_stream_alone():
     torch.random.set_rng_state(state)
     from_torch(layer)                                   # builds, then copies
     torch.testing.assert_close(torch.rand(3), expected, rtol=0, atol=0)
+
+
+def _stack(kind, norm):
+    if kind == "encoder":
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+        return nn.TransformerEncoder(layer, 2, norm=norm, enable_nested_tensor=False).eval()
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+    return nn.TransformerDecoder(layer, 2, norm=norm).eval()
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+@pytest.mark.parametrize("norm", [None, "identity", "rms"])
+def test_a_stacks_final_norm_may_be_none_identity_or_rms(kind, norm):
+    final = {None: None, "identity": nn.Identity(), "rms": nn.RMSNorm(8, eps=1e-3)}[norm]
+    ref = _stack(kind, final)
+    ours = from_torch(ref)
+    x = torch.randn(2, 3, 8)
+    args = (x,) if kind == "encoder" else (x, x)
+    torch.testing.assert_close(ours(*args), ref(*args))
+
+
+def test_a_stacks_final_norm_of_another_kind_is_refused_by_name():
+    with pytest.raises(ValueError, match="expected a final norm that is None, nn.LayerNorm or "
+                                         "nn.RMSNorm, but got BatchNorm1d"):
+        from_torch(_stack("encoder", nn.BatchNorm1d(8)))
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_each_norm_keeps_its_own_eps(kind):
+    ref = (nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer)(
+        8, 2, 16, dropout=0.0, batch_first=True).eval()
+    ref.norm2.eps = 0.5                                   # set after construction
+    x = torch.randn(2, 3, 8)
+    args = (x,) if kind == "encoder" else (x, x)
+    torch.testing.assert_close(from_torch(ref)(*args), ref(*args))

@@ -74,6 +74,16 @@ def test_heatmap_has_colour_bar_and_token_ticks():
     plt.close(fig)
 
 
+def test_heatmap_draws_a_bfloat16_matrix_as_its_float32_values():
+    import torch
+
+    weights = torch.rand(3, 4).to(torch.bfloat16)   # attention maps under bf16 autocast
+    fig, ax = plt.subplots()
+    image = plotting.heatmap(ax, weights, title="注意力", cbar_label="权重")
+    assert (image.get_array() == weights.float().numpy()).all()
+    plt.close(fig)
+
+
 def test_layer_diagram_draws_every_box_without_missing_glyphs():
     from matplotlib.patches import FancyBboxPatch
 

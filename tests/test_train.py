@@ -67,6 +67,48 @@ def test_resume_continues_the_same_loss_curve(corpus, tmp_path):
     assert resumed.history["loss"] == pytest.approx(straight, rel=1e-5)
 
 
+def test_on_a_gpu_the_checkpoint_also_keeps_the_gpus_random_state(monkeypatch):
+    # dropout on a GPU draws from the GPU's generator: without its state a resumed run
+    # would reuse the dropout masks of steps 1, 2, 3, ... (no GPU here: the calls are spied)
+    import tf_tutorial.train as train_module
+    gpu = torch.device("cuda", 1)
+    saved_gpu_state = torch.tensor([7, 7, 7], dtype=torch.uint8)
+    calls = []
+    monkeypatch.setattr(torch.cuda, "get_rng_state", lambda d: calls.append(("get", d)) or saved_gpu_state)
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda s, d: calls.append(("set", s, d)))
+    state = train_module._rng_state(gpu)
+    assert set(state) == {"rng", "cuda_rng"} and state["cuda_rng"] is saved_gpu_state
+    torch.manual_seed(1)
+    train_module._restore_rng(state, gpu)
+    assert torch.equal(torch.get_rng_state(), state["rng"])          # the CPU's, restored too
+    assert calls == [("get", gpu), ("set", saved_gpu_state, gpu)]
+    calls.clear()
+    cpu_state = train_module._rng_state(torch.device("cpu"))
+    assert set(cpu_state) == {"rng"} and calls == []
+    train_module._restore_rng(cpu_state, gpu)        # a CPU checkpoint resumed on a GPU
+    assert calls == []
+
+
+@pytest.mark.parametrize("device, backend", [("cpu", "gloo"), ("cuda", "nccl")])
+def test_under_torchrun_each_gpu_process_uses_its_own_gpu(monkeypatch, device, backend):
+    # NCCL puts a collective's buffers on the current GPU: it must be this process's
+    import tf_tutorial.train as train_module
+    dist = train_module.dist
+    joined, current = [], []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    monkeypatch.setattr(dist, "is_initialized", lambda: bool(joined))
+    monkeypatch.setattr(dist, "init_process_group", joined.append)
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", current.append)
+    rank, world, dev = train_module._distributed(torch.device(device))
+    assert joined == [backend] and (rank, world) == (1, 2)
+    want = torch.device("cuda", 1) if device == "cuda" else torch.device("cpu")
+    assert dev == want and current == ([want] if device == "cuda" else [])
+
+
 def test_train_creates_a_missing_out_dir(corpus, tmp_path):
     out = tmp_path / "runs" / "tiny"                 # neither folder exists yet
     train(TINY, out_dir=out, corpus=corpus, progress=False, max_steps=2)

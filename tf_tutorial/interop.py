@@ -168,10 +168,14 @@ def _activation_name(m: nn.Module) -> str:
 
 
 def _copy_linear_norm(pairs) -> None:
+    """Copy weights and biases; a norm also takes its own ε (each of a torch
+    layer's norms may have been given another after construction)."""
     with torch.no_grad():
         for mine, theirs in pairs:
             mine.weight.copy_(theirs.weight)
             mine.bias.copy_(theirs.bias)
+            if isinstance(theirs, nn.LayerNorm):
+                mine.eps = theirs.eps
 
 
 def _layer_kwargs(m: nn.Module) -> dict:
@@ -220,10 +224,15 @@ def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
 
 def _convert_stack(m: nn.Module, ours: nn.Module) -> nn.Module:
     ours.layers = nn.ModuleList(from_torch(layer) for layer in m.layers)
-    if m.norm is None:
+    if m.norm is None or type(m.norm) is nn.Identity:
         ours.norm = nn.Identity()
+    elif type(m.norm) is nn.LayerNorm or type(m.norm) is getattr(
+            nn, "RMSNorm", None):
+        ours.norm = from_torch(m.norm)
     else:
-        ours.norm = convert_layer_norm(m.norm)
+        raise ValueError(f"from_torch({type(m).__name__}): expected a final "
+                         f"norm that is None, nn.LayerNorm or nn.RMSNorm, "
+                         f"but got {type(m.norm).__name__}")
     return _placed_like(ours, m)
 
 

@@ -244,12 +244,36 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     return state
 
 
-def _distributed() -> tuple[int, int]:
+def _distributed(dev: torch.device) -> tuple[int, int, torch.device]:
+    """(rank, world size, this process's device); under ``torchrun`` it joins
+    the process group: NCCL for GPUs, gloo for CPUs. Each GPU process makes
+    its own GPU (``LOCAL_RANK``) the current one, so NCCL's collectives do not
+    all land on GPU 0."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
-    if dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+        dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
+    if not dist.is_initialized():
+        return 0, 1, dev
+    rank, world = dist.get_rank(), dist.get_world_size()
+    if dev.type == "cuda" and world > 1:
+        local = int(os.environ.get("LOCAL_RANK", rank))
+        dev = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(dev)
+    return rank, world, dev
+
+
+def _rng_state(dev: torch.device) -> dict:
+    """The random state a resumed run needs: the CPU generator's, and on a
+    GPU also the GPU's (dropout on a GPU draws from the GPU's generator)."""
+    state = {"rng": torch.get_rng_state()}
+    if dev.type == "cuda":
+        state["cuda_rng"] = torch.cuda.get_rng_state(dev)
+    return state
+
+
+def _restore_rng(state: dict, dev: torch.device) -> None:
+    torch.set_rng_state(state["rng"])
+    if dev.type == "cuda" and state.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(state["cuda_rng"], dev)
 
 
 def _checksum(model: nn.Module) -> float:
@@ -354,15 +378,12 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     ``torch.compile`` (inductor), or the name of another backend (the tests
     use "aot_eager").
     """
-    rank, world = _distributed()
+    rank, world, dev = _distributed(pick_device(device))
     if max_seconds is not None and world > 1:
         raise ValueError("max_seconds cannot be used with several processes: "
                          "each would stop at a different step; use --steps")
     if out_dir is not None and rank == 0:    # fail now, not after training
         out_dir = prepare_out_dir(out_dir)
-    dev = pick_device(device)
-    if dev.type == "cuda" and world > 1:
-        dev = torch.device("cuda", rank % torch.cuda.device_count())
     state = load_checkpoint(resume, cfg) if resume else None
     torch.manual_seed(cfg.seed)
     corpus = corpus or make_corpus(cfg.n_train, seed=cfg.seed)
@@ -382,7 +403,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         history, step = state["history"], state["step"]
-        torch.set_rng_state(state["rng"])
+        _restore_rng(state, dev)
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -429,7 +450,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
             evaluate_now()
             if out_dir is not None and rank == 0 and step < stop:
                 _save(out_dir, model, opt, sched, history, step, cfg, mcfg,
-                      corpus)
+                      corpus, dev)
     bar.close()
     # stopped by the time budget
     if not history["eval_step"] or history["eval_step"][-1] != step:
@@ -442,15 +463,17 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         dist.all_gather_object(sums, _checksum(model))
         history["rank_checksums"] = sums
     if out_dir is not None and rank == 0:
-        _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus)
+        _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
+              dev)
     return TrainResult(model, corpus, history, cfg, dev)
 
 
-def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus) -> None:
+def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
+          dev) -> None:
     save_checkpoint(
         Path(out_dir) / "checkpoint.pt", model=model.state_dict(),
         optimizer=opt.state_dict(), scheduler=sched.state_dict(),
-        history=history, step=step, rng=torch.get_rng_state(),
+        history=history, step=step, **_rng_state(dev),
         train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
         src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
 

@@ -163,7 +163,12 @@ def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=
     """
     import numpy as np
 
-    data = np.asarray(matrix.detach().cpu() if hasattr(matrix, "detach") else matrix)
+    if hasattr(matrix, "detach"):      # a tensor; NumPy has no bfloat16
+        import torch
+
+        matrix = matrix.detach().cpu()
+        matrix = matrix.float() if matrix.dtype == torch.bfloat16 else matrix
+    data = np.asarray(matrix)
     if data.ndim != 2:
         raise ValueError(f"heatmap expects a 2-D matrix, but got shape {data.shape}")
     for name, labels, n in (("x_labels", x_labels, data.shape[1]), ("y_labels", y_labels, data.shape[0])):
