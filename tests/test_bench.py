@@ -51,3 +51,11 @@ def test_machine_label_names_the_hardware_and_torch():
     label = machine_label()
     assert label.startswith(("CPU", "GPU")) and "torch" in label
     assert machine_label("cpu") == describe_machine("cpu")["label"]
+
+
+def test_the_label_shortens_the_cpus_model_name_to_fit_a_line():
+    from tf_tutorial.timing.clock import _short_cpu_name
+    assert _short_cpu_name("Intel(R) Xeon(R) Processor") == "Intel Xeon"
+    assert _short_cpu_name("Intel(R) Core(TM) i7-10700 CPU @ 2.90GHz") == "Intel Core i7-10700"
+    assert _short_cpu_name("AMD EPYC 7B13 64-Core Processor") == "AMD EPYC 7B13 64-Core"
+    assert _short_cpu_name("AMD EPYC") == "AMD EPYC" and _short_cpu_name("Processor") == "Processor"

@@ -289,3 +289,39 @@ def test_greedy_stops_when_every_sentence_has_ended_and_has_a_default_limit(mode
     # no limit given: the source length (with its <eos>) + 20, within the model's positions
     S = src.shape[1]
     assert greedy_decode(model, src, eos_id=-1).shape[1] == min(S + 20, model.config.max_len - 1)
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, lambda m, s, **kw: beam_search(m, s, 3, **kw)],
+                         ids=["greedy", "beam"])
+def test_a_sentence_never_stopping_gets_its_own_default_limit_in_a_batch(model, src, decode):
+    # eos_id=-1: no sentence ends, so each runs to its limit; once that limit was the
+    # padded batch's S + 20 for every row, so a short sentence's output depended on its batch-mates
+    batch = decode(model, src, eos_id=-1)
+    for i in range(3):
+        n = int((src[i] != 0).sum())
+        one = decode(model, src[i:i + 1, :n], eos_id=-1)
+        assert one.shape == (1, n + 20)
+        assert torch.equal(batch[i, :n + 20], one[0]) and (batch[i, n + 20:] == 0).all()
+
+
+@pytest.mark.parametrize("decode", [greedy_decode, lambda m, s, **kw: beam_search(m, s, 3, **kw)],
+                         ids=["greedy", "beam"])
+def test_max_len_may_give_each_sentence_its_own_limit(model, src, decode):
+    import numpy as np
+    caps = [4, 9, 6]
+    for given in (caps, torch.tensor(caps)):
+        out = decode(model, src, eos_id=-1, max_len=given)
+        assert out.shape == (3, 9)
+        for i, n in enumerate(caps):
+            assert torch.equal(out[i, :n], decode(model, src[i:i + 1], eos_id=-1, max_len=n)[0])
+            assert (out[i, n:] == 0).all()
+    assert decode(model, src, eos_id=-1, max_len=np.int64(5)).shape == (3, 5)   # a NumPy int is an int
+    with pytest.raises(ValueError, match=r"^max_len: expected an int or 3 ints \(one per sentence\), "
+                                         r"but got \[4, 9\]$"):
+        decode(model, src, max_len=[4, 9])
+    with pytest.raises(ValueError, match=r"but got a tensor of shape \(3,\) and dtype torch.float32"):
+        decode(model, src, max_len=torch.tensor([4.0, 9.0, 6.0]))
+    with pytest.raises(ValueError, match=r"^max_len must be in \[1, 63\] \(the model's max_len - 1\), "
+                                         r"but got \[0, 9, 64\]$"):
+        decode(model, src, max_len=[0, 9, 64])
+

@@ -512,7 +512,7 @@ def test_continuation_batch_masks_the_prompt():
         assert y[row].tolist() == [PAD if t < p - 1 else seq[t + 1] for t in range(6)]
 
 
-def test_translation_budget_is_the_longest_reference_of_the_prompt_length_plus_extra():
+def test_translation_budget_is_each_sentences_own_reference_plus_extra():
     pairs = _pairs() + [(["I", "see", "fish", "."], ["我", "看见", "鱼", "鱼", "。"])]  # one longer reference
     vocab = _vocab(pairs)
     torch.manual_seed(0)
@@ -529,8 +529,10 @@ def test_translation_budget_is_the_longest_reference_of_the_prompt_length_plus_e
         hyps = translate_continuation(model, vocab, pairs, extra=2)
     finally:
         handle.remove()
-    # prompts "I see cats . <sep>" (5 tokens): longest reference 5, so 7 tokens each; "cats . <sep>": 2 + 2
-    assert [len(h.split()) for h in hyps] == [7] * (len(pairs) - 2) + [4, 7]
+    # each its own reference + 2; once every prompt of a length got the longest of their references
+    assert [len(h.split()) for h in hyps] == [len(zh) + 2 for _, zh in pairs]
+    assert len({len(zh) for en, zh in pairs if len(en) == 4}) > 1     # the case that tells the two apart
+    assert hyps[:3] == [translate_continuation(model, vocab, [p], extra=2)[0] for p in pairs[:3]]
     with pytest.raises(ValueError, match="extra must be an integer >= 0, but got -1"):
         translate_continuation(model, vocab, pairs, extra=-1)
 

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tf_tutorial.corpus.data import make_corpus
-from tf_tutorial.metrics import bleu, evaluate, exact_match, phenomena
+from tf_tutorial.metrics import bleu, evaluate, exact_match, phenomena, translate_pairs
 from tf_tutorial.model import Transformer, TransformerConfig
 
 
@@ -38,6 +38,21 @@ def test_evaluate_returns_outputs_for_every_sentence():
     assert 0.0 <= out["exact_match"] <= 1.0 and sum(n for _, n in out["by_phenomenon"].values()) >= 30
     beam = evaluate(m, c.test[:10], c.src_vocab, c.tgt_vocab, beam_size=2)
     assert len(beam["hyps"]) == 10
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_a_sentence_is_scored_the_same_alone_or_among_others(beam_size):
+    # an untrained model never says <eos>: each output runs to its limit, its own reference + 10
+    # (once the longest reference of its batch + 10, so a subset's BLEU differed from the whole's)
+    c = make_corpus(n_train=300, n_valid=5, n_test=12, n_longer=1, n_deeper=1, seed=0)
+    torch.manual_seed(0)
+    m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
+                                      d_ff=32, dropout=0.0, max_len=80))
+    together = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=beam_size)
+    alone = [translate_pairs(m, [p], c.src_vocab, c.tgt_vocab, beam_size=beam_size)[0] for p in c.test]
+    assert together == alone
+    assert [len(h.split()) for h in together] == [len(zh) + 10 for _, zh in c.test]
+    assert len({len(zh) for _, zh in c.test}) > 1
 
 
 def test_sentence_bleu_by_hand_equals_sacrebleu():

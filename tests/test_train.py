@@ -109,6 +109,37 @@ def test_under_torchrun_each_gpu_process_uses_its_own_gpu(monkeypatch, device, b
     assert dev == want and current == ([want] if device == "cuda" else [])
 
 
+@pytest.mark.parametrize("limits, message", [
+    (dict(max_steps=0), "^max_steps must be a positive integer, but got 0$"),       # 0 once meant no limit
+    (dict(max_steps=-1), "^max_steps must be a positive integer, but got -1$"),
+    (dict(max_steps=2.5), "^max_steps must be a positive integer, but got 2.5$"),
+    (dict(max_seconds=0), r"^max_seconds must be a positive number of seconds \(or None\), but got 0$"),
+    (dict(max_seconds=float("nan")), "but got nan$"),
+    (dict(max_seconds="60"), "but got '60'$"),
+])
+def test_train_refuses_limits_it_would_ignore(corpus, limits, message, monkeypatch):
+    import tf_tutorial.train as train_module
+    monkeypatch.setattr(train_module, "train_step", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ValueError, match=message):
+        train(TINY, corpus=corpus, progress=False, **limits)
+
+
+def test_a_token_budget_too_small_for_a_sentence_is_refused_before_training(corpus, monkeypatch):
+    import tf_tutorial.train as train_module
+    monkeypatch.setattr(train_module, "train_step", lambda *a, **k: pytest.fail("trained"))
+    longest = max(max(len(en) + 1, len(zh) + 2) for en, zh in corpus.train)     # <eos>; <bos> and <eos>
+    with pytest.raises(ValueError, match=rf"^batch_tokens=10 \(--batch-tokens\) cannot hold the longest "
+                                         rf"training sentence \({longest} tokens\)$"):
+        train(dataclasses.replace(TINY, batch_tokens=10), corpus=corpus, progress=False)
+
+
+def test_resume_takes_the_runs_folder_as_well_as_the_file(corpus, tmp_path):
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=3)
+    assert load_checkpoint(tmp_path)["step"] == 3
+    r = train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_steps=5)
+    assert r.history["step"] == [1, 2, 3, 4, 5]
+
+
 def test_train_creates_a_missing_out_dir(corpus, tmp_path):
     out = tmp_path / "runs" / "tiny"                 # neither folder exists yet
     train(TINY, out_dir=out, corpus=corpus, progress=False, max_steps=2)
@@ -169,6 +200,7 @@ def _cli(*args, cwd=None):
     (["--config", "huge"], "argument --config: invalid choice: 'huge'"),
     (["--out", "/etc/hostname"], "--out /etc/hostname: not a directory"),
     (["--max-seconds", "0"], "--max-seconds must be positive, but got 0.0"),
+    (["--max-seconds", "nan"], "--max-seconds must be positive, but got nan"),   # nan <= 0 is False
     (["--steps", "0"], "--steps must be a positive integer, but got 0"),
 ])
 def test_cli_user_errors_are_one_line_exit_2(args, message, capsys):
@@ -200,6 +232,10 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 5 and summary["config"] == "tiny" and 0 <= summary["test_exact_match"] <= 1
     assert json.loads((tmp_path / "results.json").read_text()) == summary
+    r = _cli("--resume", str(tmp_path), "--steps", "6", "--no-progress")    # the run's folder
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.strip().splitlines()[-1])["steps"] == 6
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["step"] == 6
     state = torch.load(tmp_path / "checkpoint.pt", weights_only=False)
     state["model"]["src_embed.table.weight"] = torch.zeros(3, 3)
     state["train_config"]["d_model"] = 32

@@ -116,6 +116,13 @@ def test_beam_equals_beam_search(ckpt, t):
         load_translator(ckpt, beam_size=0)
 
 
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_a_bad_batch_size_is_refused_when_the_translator_is_made(t, bad):
+    from tf_tutorial.translate import Translator
+    with pytest.raises(ValueError, match=f"^batch_size must be a positive integer, but got {bad}$"):
+        Translator(t.model, t.src_vocab, t.tgt_vocab, batch_size=bad)
+
+
 def test_repr(ckpt, t):
     r = repr(t)
     assert ckpt in r and f"src_vocab={len(t.src_vocab)}" in r and f"tgt_vocab={len(t.tgt_vocab)}" in r

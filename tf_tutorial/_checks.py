@@ -12,8 +12,8 @@ import torch
 
 
 def _require_ints(values: dict, least: int, what: str) -> None:
-    for name, value in values.items():
-        if (isinstance(value, bool) or not isinstance(value, int)
+    for name, value in values.items():     # NumPy integers are integers
+        if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
                 or value < least):
             raise ValueError(f"{name} must be {what}, but got {value!r}")
 

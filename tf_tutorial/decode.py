@@ -58,16 +58,41 @@ def _in_eval_mode(fn):
     return run
 
 
-def _max_len(model: Transformer, src: torch.Tensor, max_len: int | None) -> int:
+def _max_len(model: Transformer, src: torch.Tensor,
+             max_len) -> tuple[int, torch.Tensor]:
+    """The number of steps to run, and each sentence's own limit (B,).
+
+    ``max_len``: an int for every sentence, one int per sentence (a list or a
+    (B,) tensor), or None: each sentence's length without padding, plus 20.
+    A sentence's limit is its own, so its output does not depend on the
+    other sentences in the batch.
+    """
     require_ids(src, "src", lead="B, S")
-    limit = model.config.max_len - 1
-    if max_len is not None:
+    limit, B = model.config.max_len - 1, src.shape[0]
+    if max_len is None:
+        real = (src != model.config.pad_id).sum(1)
+        caps = (real + 20).clamp(max=limit)
+    elif isinstance(max_len, (list, tuple, torch.Tensor)):
+        caps = torch.as_tensor(max_len, device=src.device)
+        if caps.shape != (B,) or caps.dtype not in (torch.int32, torch.int64):
+            raise ValueError(f"max_len: expected an int or {B} ints (one per "
+                             f"sentence), but got {_described(max_len)}")
+        if B and not 1 <= caps.min() <= caps.max() <= limit:
+            raise ValueError(f"max_len must be in [1, {limit}] (the model's "
+                             f"max_len - 1), but got {caps.tolist()}")
+    else:
         require_sizes(max_len=max_len)
-    n = min(src.shape[1] + 20, limit) if max_len is None else max_len
-    if not 1 <= n <= limit:
-        raise ValueError(f"max_len must be in [1, {limit}] "
-                         f"(the model's max_len - 1), but got {n}")
-    return n
+        if max_len > limit:
+            raise ValueError(f"max_len must be in [1, {limit}] (the model's "
+                             f"max_len - 1), but got {max_len}")
+        caps = torch.full((B,), int(max_len), device=src.device)
+    return (int(caps.max()) if B else 0), caps
+
+
+def _described(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
+    return repr(value)
 
 
 def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
@@ -107,8 +132,10 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
         bos_id, eos_id: default to the model's config (which takes them from
             the vocabulary); ``eos_id=-1`` never stops early (timing runs that
             write all ``max_len`` tokens).
-        max_len: most tokens to generate (default S + 20, at most the
-            model's max_len - 1).
+        max_len: most tokens to generate: one int for every sentence, or one
+            per sentence (a list or a (B,) tensor); default each sentence's
+            length without padding plus 20. At most the model's max_len - 1.
+            A sentence's output does not depend on the others in its batch.
         use_cache: False recomputes the whole prefix each step (slow; for
             comparison).
     Returns:
@@ -118,19 +145,19 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
     """
     require_flags(use_cache=use_cache)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
-    n, pad = _max_len(model, src, max_len), model.config.pad_id
+    (n, caps), pad = _max_len(model, src, max_len), model.config.pad_id
     memory, src_mask = model.encode(src)
     cache = model.new_cache() if use_cache else None
     ys = torch.full((src.shape[0], 1), bos_id, dtype=torch.long,
                     device=src.device)
     done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    for _ in range(n):
+    for t in range(1, n + 1):
         logits = (decode_step(model, ys[:, -1], memory, src_mask, cache)
                   if use_cache
                   else model.decode(ys, memory, src_mask)[:, -1])   # (B, V)
         nxt = _never_emit(logits, pad, bos_id).argmax(-1).masked_fill(done, pad)
         ys = torch.cat([ys, nxt[:, None]], dim=1)
-        done |= nxt == eos_id
+        done |= (nxt == eos_id) | (caps <= t)      # ended, or at its limit
         if done.all():
             break
     return ys[:, 1:]
@@ -166,6 +193,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
     ``tokens`` (B, k, t) ids, ``logp`` (B, k), ``done`` (B, k); then a last
     entry that adds ``length`` and the length-normalised ``score`` (B, k), from
     which the winner is picked.
+    ``max_len`` as in :func:`greedy_decode`: a sentence at its own limit
+    stops, its beams frozen like finished ones.
     Returns (B, L) like :func:`greedy_decode` (eval mode, the model's mode
     restored).
     """
@@ -174,7 +203,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
         raise ValueError(f"alpha must be a number >= 0, but got {alpha!r}")
     require_flags(use_cache=use_cache)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
-    n, pad, k = _max_len(model, src, max_len), model.config.pad_id, beam_size
+    (n, caps), pad, k = _max_len(model, src, max_len), model.config.pad_id, \
+        beam_size
     B, dev = src.shape[0], src.device
     memory, src_mask = model.encode(
         src.repeat_interleave(k, dim=0))                    # (B·k, S, D)
@@ -184,7 +214,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
     scores[:, 0] = 0.0           # all beams start equal: expand one only
     done = torch.zeros(B * k, dtype=torch.bool, device=dev)
     lengths = torch.zeros(B * k, dtype=torch.long, device=dev)
-    for _ in range(n):
+    caps = caps.repeat_interleave(k)                        # (B·k,)
+    for t in range(1, n + 1):
         logits = (decode_step(model, ys[:, -1], memory, src_mask, cache)
                   if use_cache
                   else model.decode(ys, memory, src_mask)[:, -1])
@@ -204,7 +235,7 @@ def beam_search(model: Transformer, src: torch.Tensor,
         if cache is not None:
             cache.reorder(beam)  # each surviving beam takes its parent's cache
         lengths = lengths[beam] + (~done[beam]).long()
-        done = done[beam] | (tok == eos_id)
+        done = done[beam] | (tok == eos_id) | (caps <= t)  # or at the limit
         if trace is not None:
             trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(),
                           "logp": scores.tolist(),

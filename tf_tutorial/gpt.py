@@ -676,9 +676,10 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
     Continue ``English <sep>`` for every pair; outputs as space-joined strings.
 
     All prompts go through :func:`generate` together, padded on the right and
-    passed with their ``lengths``. An output may have as many tokens as the
-    longest reference among the prompts of its length, plus ``extra`` (as
-    long as the longest prompt still fits in ``max_len`` with them). The
+    passed with their ``lengths``. An output may have as many tokens as its
+    own reference plus ``extra`` (as long as the longest prompt still fits
+    in ``max_len`` with them): a limit of its own, so with greedy decoding a
+    sentence gets the same output alone or among others. The
     default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
     ``generator`` are passed on to :func:`sample`.
     """
@@ -688,18 +689,15 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
     device = next(model.parameters()).device
     items = encode_continuation(pairs, vocab)
     lengths = [p for _, p in items]
-    limit = {}                               # prompt length -> most new tokens
-    for p, (_, zh) in zip(lengths, pairs):
-        limit[p] = min(max(limit.get(p, 0), len(zh) + extra),
-                       model.config.max_len - p)
+    limits = [min(len(zh) + extra, model.config.max_len - p)  # new tokens
+              for p, (_, zh) in zip(lengths, pairs)]
     L = max(lengths)
     prompt = pad([ids[:p] for ids, p in items], vocab.pad_id).to(device)
-    ids = generate(model, prompt, min(max(limit.values()),
-                                      model.config.max_len - L),
+    ids = generate(model, prompt, min(max(limits), model.config.max_len - L),
                    temperature, top_k, top_p, generator, eos_id=vocab.eos_id,
                    lengths=lengths)
-    return [" ".join(vocab.decode(row[p:p + limit[p]]))
-            for p, row in zip(lengths, ids.cpu())]
+    return [" ".join(vocab.decode(row[p:p + n]))
+            for p, n, row in zip(lengths, limits, ids.cpu())]
 
 
 def evaluate_continuation(model: GPT, vocab: Vocab, pairs) -> dict:

@@ -154,7 +154,9 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
     """解码 ``pairs`` 里的每个英文句子，返回以空格连接词元的译文。
 
     Decode every English sentence of ``pairs``; returns the outputs as
-    space-joined strings.
+    space-joined strings. Each output has at most its reference's length
+    plus 10 tokens (and the model's max_len - 1): a limit of its own, so
+    scoring a sentence alone or among others gives the same output.
     """
     device = next(model.parameters()).device
     encoded = encode_pairs(pairs, src_vocab, tgt_vocab)
@@ -164,8 +166,8 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         src = pad([encoded[i][0] for i in idx], src_vocab.pad_id).to(device)
-        limit = min(max(len(pairs[i][1]) for i in idx) + 10,
-                    model.config.max_len - 1)
+        limit = [min(len(pairs[i][1]) + 10, model.config.max_len - 1)
+                 for i in idx]                      # one per sentence
         if beam_size == 1:
             ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id,
                                 max_len=limit)

@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
@@ -22,6 +23,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
+from tf_tutorial._checks import _is_real, require_sizes
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -217,7 +219,12 @@ def save_checkpoint(path, **state) -> None:
 
 
 def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
-    """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。"""
+    """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。
+
+    ``path``: the checkpoint file, or the folder a run wrote it to.
+    """
+    if Path(path).is_dir():          # a run's folder, as --out wrote it
+        path = Path(path) / "checkpoint.pt"
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except FileNotFoundError:
@@ -378,6 +385,12 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     ``torch.compile`` (inductor), or the name of another backend (the tests
     use "aot_eager").
     """
+    if max_steps is not None:
+        require_sizes(max_steps=max_steps)
+    if max_seconds is not None and not (_is_real(max_seconds)
+                                        and 0 < max_seconds < math.inf):
+        raise ValueError(f"max_seconds must be a positive number of seconds "
+                         f"(or None), but got {max_seconds!r}")
     rank, world, dev = _distributed(pick_device(device))
     if max_seconds is not None and world > 1:
         raise ValueError("max_seconds cannot be used with several processes: "
@@ -414,7 +427,12 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                                   label_smoothing=cfg.label_smoothing)
     train_enc = encode_pairs(corpus.train, corpus.src_vocab, corpus.tgt_vocab)
     valid_enc = encode_pairs(corpus.valid, corpus.src_vocab, corpus.tgt_vocab)
-    stop = min(cfg.steps, max_steps or cfg.steps)
+    longest = max(max(len(s), len(t)) for s, t in train_enc)
+    if cfg.batch_tokens is not None and cfg.batch_tokens < longest:
+        raise ValueError(f"batch_tokens={cfg.batch_tokens} (--batch-tokens) "
+                         f"cannot hold the longest training sentence "
+                         f"({longest} tokens)")
+    stop = cfg.steps if max_steps is None else min(cfg.steps, max_steps)
     bar = _progress(progress and rank == 0, initial=step, total=stop,
                     desc=f"train[{cfg.name}]")
     losses = []  # on the device; copied to the host in groups (one sync each)
@@ -430,7 +448,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
     for src, tgt in stream:
-        if step >= stop or (max_seconds
+        if step >= stop or (max_seconds is not None
                             and time.perf_counter() - start > max_seconds):
             break
         # counted on the host: no sync
@@ -617,9 +635,11 @@ def main(argv=None) -> int:
                         ("--beam", args.beam)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive integer, but got {value}")
-    if args.max_seconds is not None and args.max_seconds <= 0:
+    if args.max_seconds is not None and not 0 < args.max_seconds < math.inf:
         parser.error(
             f"--max-seconds must be positive, but got {args.max_seconds}")
+    if args.resume is not None and args.resume.is_dir():
+        args.resume = args.resume / "checkpoint.pt"      # the run's folder
     if args.out is None and args.resume is not None:
         args.out = args.resume.parent      # go on saving where the run saved
     if args.out is not None:

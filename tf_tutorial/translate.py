@@ -37,7 +37,7 @@ class Translator:
     def __init__(self, model: Transformer, src_vocab: Vocab, tgt_vocab: Vocab,
                  beam_size: int = 1, path: str | None = None,
                  batch_size: int = 64):
-        require_sizes(beam_size=beam_size)
+        require_sizes(beam_size=beam_size, batch_size=batch_size)
         self.model, self.src_vocab, self.tgt_vocab = (
             model.eval(), src_vocab, tgt_vocab)
         self.beam_size, self.path, self.batch_size = beam_size, path, batch_size

@@ -69,6 +69,13 @@ def _cpu_name() -> str:
         return platform.processor() or platform.machine()
 
 
+def _short_cpu_name(name: str) -> str:
+    """The model name without trademarks, clock and filler words, for a label that fits a line:
+    ``Intel(R) Xeon(R) Processor`` → ``Intel Xeon``."""
+    short = re.sub(r"\((R|TM)\)|@.*$|\b(CPU|Processor)\b", " ", name, flags=re.IGNORECASE)
+    return " ".join(short.split()) or name
+
+
 def _slug(text: str) -> str:
     text = re.sub(r"\((r|tm)\)|cpu|@.*$", " ", text.lower())
     return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
@@ -95,7 +102,7 @@ def describe_machine(device: str | torch.device | None = None) -> dict:
     else:
         name = _cpu_name()
         info.update(name=name, slug=f"cpu-{_slug(name)}-{os.cpu_count()}core",
-                    label=(f"CPU {name}，{os.cpu_count()} 核，torch {torch.__version__}，"
+                    label=(f"CPU {_short_cpu_name(name)}，{os.cpu_count()} 核，torch {torch.__version__}，"
                            f"{torch.get_num_threads()} 线程"))
     return info
 
