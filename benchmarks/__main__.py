@@ -23,6 +23,16 @@ from tf_tutorial.timing.compare import run_all, to_markdown, write, write_record
 RECORDS = Path(__file__).resolve().parent.parent / "book" / "records"
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, but got {text!r}")
+    return value
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes (seconds), as in the test suite")
@@ -31,14 +41,23 @@ def main(argv=None) -> int:
                    help=f"write the record {RECORDS}/bench-<machine>.json (not with --quick)")
     p.add_argument("--records-dir", default=str(RECORDS), help=argparse.SUPPRESS)
     p.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    p.add_argument("--repeat", type=int, default=None)
-    p.add_argument("--threads", type=int, default=None,
+    p.add_argument("--repeat", type=_positive_int, default=None,
+                   help="timed runs per measurement (default: 2 with --quick, else more)")
+    p.add_argument("--threads", type=_positive_int, default=None,
                    help="CPU threads for torch (1 keeps timings steady on a machine shared with other work)")
     args = p.parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
     if args.record and args.quick:
         p.error("--record takes the full sizes: a quick run is not a record (drop --quick)")
+    try:                                   # before minutes of measuring, not after
+        device = torch.device(args.device)
+    except RuntimeError:
+        p.error(f"--device {args.device!r}: expected cpu, cuda, cuda:N or another torch device")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        p.error(f"--device {args.device}: no CUDA GPU is available")
+    if not args.record and Path(args.out).exists() and not Path(args.out).is_dir():
+        p.error(f"--out {args.out}: not a directory")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     result = run_all(quick=args.quick, device=args.device, repeat=args.repeat)
     print(to_markdown(result))
     if args.record:

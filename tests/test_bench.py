@@ -21,8 +21,12 @@ def test_median_time_measures_the_call():
 
 
 def test_median_time_bad_arguments():
-    with pytest.raises(ValueError, match="repeat >= 1.*repeat=0"):
+    with pytest.raises(ValueError, match="^repeat must be a positive integer, but got 0$"):
         median_time(lambda: None, repeat=0)
+    with pytest.raises(ValueError, match="^repeat must be a positive integer, but got 2.5$"):
+        median_time(lambda: None, repeat=2.5)          # was range()'s TypeError
+    with pytest.raises(ValueError, match="^warmup must be an integer >= 0, but got '1'$"):
+        interleaved_medians({"a": lambda: None}, warmup="1")
 
 
 def test_interleaved_medians_run_in_turns():

@@ -118,6 +118,34 @@ def test_python_m_benchmarks_quick_writes_json_and_markdown(tmp_path):
     assert "| 注意力（前向 + 反向） | L=128 | 本书实现（参考路径） |" in md and md.startswith("机器：")
 
 
+@pytest.mark.parametrize("args, message", [
+    (["--repeat", "0"], "argument --repeat: expected a positive integer, but got '0'"),   # 0 meant the default
+    (["--threads", "-1"], "argument --threads: expected a positive integer, but got '-1'"),
+    (["--device", "bogus"], "--device 'bogus': expected cpu, cuda, cuda:N or another torch device"),
+])
+def test_python_m_benchmarks_refuses_bad_flags_before_measuring(args, message, capsys, monkeypatch):
+    import benchmarks.__main__ as cli
+    monkeypatch.setattr(cli, "run_all", lambda **kw: pytest.fail("measured"))
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--quick", *args])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and message in err and "Traceback" not in err
+
+
+def test_python_m_benchmarks_checks_out_before_measuring(tmp_path, capsys, monkeypatch):
+    import benchmarks.__main__ as cli
+    monkeypatch.setattr(cli, "run_all", lambda **kw: pytest.fail("measured"))
+    afile = tmp_path / "a-file"
+    afile.write_text("")
+    with pytest.raises(SystemExit) as exit_info:     # once: minutes of measuring, then FileExistsError
+        cli.main(["--quick", "--out", str(afile)])
+    assert exit_info.value.code == 2 and f"--out {afile}: not a directory" in capsys.readouterr().err
+    if not torch.cuda.is_available():
+        with pytest.raises(SystemExit):
+            cli.main(["--quick", "--device", "cuda"])
+        assert "--device cuda: no CUDA GPU is available" in capsys.readouterr().err
+
+
 def test_labels_are_chinese_and_identifiers_stay():
     assert zh("ours, fused path") == "本书实现（融合路径）"
     assert zh("nn.MultiheadAttention") == "nn.MultiheadAttention"

@@ -129,6 +129,12 @@ def test_load_record(dry_run, tmp_path):
     (tmp_path / "broken.json").write_text("{")
     with pytest.raises(ValueError, match="is not valid JSON"):
         load_record("broken.json", tmp_path)
+    (tmp_path / "latin1.json").write_bytes(b'{"a": "\xff"}')       # not UTF-8: the error names the file
+    with pytest.raises(ValueError, match=r"record .*latin1\.json is not valid JSON"):
+        load_record("latin1.json", tmp_path)
+    from tf_tutorial.book.records import save_record
+    with pytest.raises(TypeError, match="^record x.json must be a dict \\(a JSON object\\), but got list$"):
+        save_record("x.json", [1, 2], tmp_path)
     (tmp_path / "gpu.json").write_text(json.dumps({"run": {"steps": 3}}))
     assert load_record("gpu.json", tmp_path) == {"run": {"steps": 3}}
 

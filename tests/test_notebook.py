@@ -56,3 +56,21 @@ def test_wrap_keeps_every_line_within_the_width_and_loses_no_word():
     assert wrap("short") == "short"
     with pytest.raises(ValueError, match="width=3"):
         wrap("x", width=3, indent="  ")
+
+
+def test_check_takes_only_true_or_false():
+    import numpy as np
+    import torch
+    check(np.bool_(True), "a NumPy bool")
+    check(torch.tensor(True), "a 0-dim bool tensor")
+    with pytest.raises(AssertionError):
+        check(torch.tensor(False), "a 0-dim bool tensor that is False")
+    for truthy in ("no", [0], lambda: False, 1):            # once all passed silently
+        with pytest.raises(TypeError, match="^check\\(\\) expected the claim to be True or False, but got"):
+            check(truthy, "a claim")
+
+
+def test_sci_refuses_what_it_cannot_write():
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=f"^sci\\(\\) expected a finite number, but got {bad!r}$"):
+            sci(bad)

@@ -210,3 +210,13 @@ def test_style_outside_ipython_leaves_the_backend_alone():
         assert plotting.sharp_inline_figures() is False
         assert matplotlib.get_backend().lower() == "agg"
         assert matplotlib.rcParams["savefig.dpi"] == plotting.DISPLAY_DPI * plotting.PIXEL_SCALE
+
+
+def test_layer_diagram_names_a_bad_box_list():
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="^layer_diagram needs at least one box, but got none$"):
+        plotting.layer_diagram(ax, [], title="x")
+    boxes = [("a", "(B, S, D)", "w"), ("b", "(B, S, D)", "w")]
+    with pytest.raises(ValueError, match=r"^residuals: \(0, 2\) names a box outside 0\.\.1$"):
+        plotting.layer_diagram(ax, boxes, title="x", residuals=[(0, 2)])
+    plt.close(fig)

@@ -66,3 +66,12 @@ def test_lstm_layer_has_four_rnn_sized_weight_blocks():
     rnn = RNNRecaller(TASK.vocab_size, TASK.n_keys).rnn
     lstm = RNNRecaller(TASK.vocab_size, TASK.n_keys, cell="lstm").rnn
     assert count(lstm) == 4 * count(rnn)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(n_keys=2.5), ValueError, "^n_keys must be an integer >= 0, but got 2.5$"),
+    (dict(n_keys=4, n_distractors=0, shared="no"), TypeError, "^shared must be True or False, but got 'no'$"),
+])
+def test_recall_task_refuses_what_it_would_misread(kwargs, error, message):
+    with pytest.raises(error, match=message):          # 2.5 gave a vocabulary of 19.5
+        RecallTask(**kwargs)

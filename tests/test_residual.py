@@ -158,3 +158,24 @@ def test_warmup_grid_can_train_one_placement_and_a_longer_run_starts_as_the_shor
     with_warmup = warmup_grid(seeds=[2], warmups=[3], n_layers=2, steps=4,
                               placements=["Post-LN"])
     assert with_warmup["Post-LN", 3][0] != short["Post-LN", 0][0]
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(d_model=8, n_layers=0), ValueError, "^n_layers must be a positive integer, but got 0$"),
+    (dict(d_model=0, n_layers=2), ValueError, "^d_model must be a positive integer, but got 0$"),
+    (dict(d_model=8, n_layers=2, residual="no"), TypeError, "^residual must be True or False, but got 'no'$"),
+])
+def test_deep_stack_refuses_what_it_would_misread(kwargs, error, message):
+    with pytest.raises(error, match=message):          # n_layers=-1 built an empty stack
+        DeepStack(**kwargs)
+
+
+def test_plateau_exit_and_the_warmup_grid_refuse_bad_settings():
+    from tf_tutorial.experiments.warmup import warmup_grid
+    for bad in (0, -1):                                # -1 was returned as a step number
+        with pytest.raises(ValueError, match=f"^window must be a positive integer, but got {bad}$"):
+            plateau_exit([3.0, 0.5, 0.5], 1.0, bad)
+    with pytest.raises(ValueError, match="^placements must be names from .*, but got 'post'$"):
+        warmup_grid([0], placements=("post",))
+    with pytest.raises(ValueError, match="^length must be a positive integer, but got 0$"):
+        train_reverse(ReverseModel(1, norm_first=False), 1e-3, 0, steps=1, length=0)

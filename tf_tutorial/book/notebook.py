@@ -5,6 +5,8 @@ and Colab.
 """
 from __future__ import annotations
 
+import math
+
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
@@ -31,6 +33,8 @@ def sci(value: float, digits: int = 1) -> str:
     Format a number for prose in scientific notation:
     ``sci(2.9e8) == '2.9×10⁸'``.
     """
+    if not math.isfinite(value):
+        raise ValueError(f"sci() expected a finite number, but got {value!r}")
     mantissa, exponent = f"{value:.{digits}e}".split("e")
     return f"{mantissa}×10{str(int(exponent)).translate(_SUPERSCRIPT)}"
 
@@ -44,7 +48,20 @@ def check(claim: bool, message: str) -> None:
     Used where prose states a measured fact ("every value lies below the
     bound"): if a change to the code breaks the fact, the chapter stops building
     instead of printing a false sentence.
+
+    ``claim``: True or False (a NumPy bool or a 0-dim bool tensor too); any
+    other value is a TypeError, as a non-empty string or a forgotten call
+    would otherwise pass.
     """
+    import numpy as np
+    import torch
+
+    if isinstance(claim, torch.Tensor) and claim.dtype == torch.bool \
+            and claim.dim() == 0:
+        claim = bool(claim)
+    if not isinstance(claim, (bool, np.bool_)):  # "no", a forgotten call() ...
+        raise TypeError(f"check() expected the claim to be True or False, "
+                        f"but got {type(claim).__name__}: {message}")
     if not claim:
         raise AssertionError(f"the chapter claims: {message}; "
                              "the numbers just computed disagree")

@@ -202,6 +202,14 @@ def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_
     """
     from matplotlib.patches import FancyBboxPatch
 
+    if not boxes:
+        raise ValueError("layer_diagram needs at least one box, but got none")
+    n = len(boxes)
+    for name, pairs in (("residuals", residuals), ("side_inputs", side_inputs)):
+        for pair in pairs:
+            ends = pair if name == "residuals" else pair[:1]
+            if not all(isinstance(i, int) and 0 <= i < n for i in ends):
+                raise ValueError(f"{name}: {pair!r} names a box outside 0..{n - 1}")
     width, height, gap = 3.2, 0.62, 0.5
     y = [i * (height + gap) for i in range(len(boxes))]
     for (label, shape, colour), yi in zip(boxes, y):

@@ -39,7 +39,7 @@ def load_record(name: str, folder=None) -> dict | None:
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"record {path} is not valid JSON: {e}") from None
     if not isinstance(record, dict):
         raise ValueError(f"record {path} should hold a JSON object, but holds {type(record).__name__}")
@@ -53,8 +53,12 @@ def save_record(name: str, record: dict, folder=None) -> Path:
     """把一份记录写成 ``folder/name``（默认是 :func:`records_folder`），返回路径。
 
     Raises:
+        TypeError: ``record`` is not a dict.
         ValueError: ``record`` is a dry or quick run (it would not load back).
     """
+    if not isinstance(record, dict):
+        raise TypeError(f"record {name} must be a dict (a JSON object), "
+                        f"but got {type(record).__name__}")
     problem = _not_a_measurement(record)
     if problem:
         raise ValueError(f"refusing to write record {name}: it {problem}")

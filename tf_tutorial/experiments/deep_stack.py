@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_flags, require_sizes
 from tf_tutorial.norm import LayerNorm
 
 
@@ -28,6 +29,8 @@ class DeepStack(nn.Module):
     def __init__(self, d_model: int, n_layers: int, residual: bool = True,
                  norm: str | None = None):
         super().__init__()
+        require_sizes(d_model=d_model, n_layers=n_layers)
+        require_flags(residual=residual)
         if norm not in (None, "post", "pre"):
             raise ValueError(f"norm must be None, 'post' or 'pre', "
                              f"but got {norm!r}")

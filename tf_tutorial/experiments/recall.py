@@ -15,6 +15,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_counts, require_flags
+
 
 @dataclass(frozen=True)
 class RecallTask:
@@ -32,6 +34,8 @@ class RecallTask:
     shared: bool = False
 
     def __post_init__(self):
+        require_counts(n_keys=self.n_keys, n_distractors=self.n_distractors)
+        require_flags(shared=self.shared)
         if self.n_keys < 2 or self.n_distractors < (0 if self.shared else 1):
             raise ValueError(
                 f"expected n_keys >= 2 and n_distractors >= 1 "

@@ -15,6 +15,7 @@ from typing import Callable
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import Encoder
 
@@ -65,6 +66,7 @@ def train_reverse(
 
     ``on_step(model)``, if given, is called after every optimizer step.
     """
+    require_sizes(steps=steps, length=length)
     vocab = model.out.out_features
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
@@ -133,6 +135,7 @@ def plateau_exit(losses: list[float], level: float = 1.0,
     loss first eases along (near 2 for chapter 6's task). None if it never
     did.
     """
+    require_sizes(window=window)
     for end in range(window, len(losses) + 1):
         if sum(losses[end - window:end]) / window < level:
             return end
@@ -151,6 +154,10 @@ def warmup_grid(seeds, warmups=(0, 60), n_layers: int = 12, lr: float = 3e-3,
     from the record of ``python -m scripts.ch06_seeds``.
     """
     curves = {}
+    unknown = [name for name in placements if name not in PLACEMENTS]
+    if unknown:
+        raise ValueError(f"placements must be names from {', '.join(PLACEMENTS)}, "
+                         f"but got {unknown[0]!r}")
     for name in placements:
         norm_first = PLACEMENTS[name]
         for warmup in warmups:

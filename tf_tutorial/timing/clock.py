@@ -17,6 +17,8 @@ from typing import Callable, TypeVar
 
 import torch
 
+from tf_tutorial._checks import require_counts, require_sizes
+
 R = TypeVar("R")
 
 
@@ -42,9 +44,8 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
     (clock, caches, other load) hits all of them alike. Each function first runs ``warmup``
     times untimed.
     """
-    if repeat < 1 or warmup < 0:
-        raise ValueError(f"expected repeat >= 1 and warmup >= 0, but got repeat={repeat}, "
-                         f"warmup={warmup}")
+    require_sizes(repeat=repeat)
+    require_counts(warmup=warmup)
     for fn in fns.values():
         for _ in range(warmup):
             fn()

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_sizes
 from tf_tutorial.attention import check_mask, fused_attention
 from tf_tutorial.book.records import save_record
 from tf_tutorial.decode import beam_search, greedy_decode
@@ -433,7 +434,9 @@ def run_all(quick: bool = False, device: str = "cpu",
     (:func:`write_record`).
     """
     sizes = SIZES["quick" if quick else "full"]
-    rep = repeat or sizes["repeat"]
+    if repeat is not None:
+        require_sizes(repeat=repeat)
+    rep = sizes["repeat"] if repeat is None else repeat
     machine, start, load = (describe_machine(device), time.perf_counter(),
                             os.getloadavg()[0])
     rows = (_attention_rows(sizes["attention"], rep, device)
