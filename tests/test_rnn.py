@@ -77,7 +77,7 @@ def test_scaled_recurrence_sets_every_singular_value():
     torch.testing.assert_close(s, torch.full((D,), 0.7), atol=1e-5, rtol=0)
 
 
-@pytest.mark.parametrize("shape, pattern", [((B, L), r"x: expected shape \(B, L, 5\), but got \(2, 7\)"),
+@pytest.mark.parametrize("shape, pattern", [((B, L), r"x: expected shape \(B, L, 5\) with L >= 1, but got \(2, 7\)"),
                                             ((B, L, 4), r"but got \(2, 7, 4\)")])
 def test_bad_input_shape(shape, pattern):
     with pytest.raises(ValueError, match=pattern):
@@ -87,9 +87,29 @@ def test_bad_input_shape(shape, pattern):
 def test_bad_h0_and_sizes():
     with pytest.raises(ValueError, match=r"h0: expected shape \(2, 12\), but got \(12,\)"):
         ElmanRNN(d_in, D)(torch.randn(B, L, d_in), torch.randn(D))
-    with pytest.raises(ValueError, match="hidden_size must be a positive int, but got 0"):
+    with pytest.raises(ValueError, match="hidden_size must be a positive integer, but got 0"):
         ElmanRNN(d_in, 0)
     with pytest.raises(ValueError, match=r"one sequence of shape \(1, L, d_in\), but got \(2, 7, 5\)"):
         jacobian_norms(ElmanRNN(d_in, D), torch.randn(B, L, d_in))
     with pytest.raises(ValueError, match="gain must be positive, but got -1"):
         scaled_recurrence(ElmanRNN(d_in, D), -1)
+
+
+def test_arguments_it_would_misread_are_refused_by_name():
+    import numpy as np
+    with pytest.raises(ValueError, match="^input_size must be a positive integer, but got True$"):
+        ElmanRNN(True, D)                                      # a bool once counted as 1
+    with pytest.raises(TypeError, match="^bias must be True or False, but got 'no'$"):
+        ElmanRNN(d_in, D, bias="no")                           # once built the biases anyway
+    assert ElmanRNN(np.int64(d_in), D).input_size == d_in      # a NumPy int is an int
+    with pytest.raises(TypeError, match="^x must be a torch.Tensor, but got list$"):
+        ElmanRNN(d_in, D)([[[1.0] * d_in]])
+    with pytest.raises(TypeError, match="^h0 must be a torch.Tensor, but got list$"):
+        ElmanRNN(d_in, D)(torch.randn(1, L, d_in), [[0.0] * D])
+    with pytest.raises(ValueError, match=r"with L >= 1, but got \(1, 0, 5\)$"):
+        ElmanRNN(d_in, D)(torch.randn(1, 0, d_in))             # once torch.stack's error
+    with pytest.raises(TypeError, match="^x must be a torch.Tensor, but got list$"):
+        jacobian_norms(ElmanRNN(d_in, D), [[[1.0] * d_in]])
+    for bad in (float("nan"), "1"):                            # NaN once filled W_hh with NaN
+        with pytest.raises(ValueError, match=f"^gain must be positive, but got {bad!r}$"):
+            scaled_recurrence(ElmanRNN(d_in, D), bad)

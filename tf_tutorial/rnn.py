@@ -10,6 +10,9 @@ import math
 import torch
 from torch import nn
 
+from tf_tutorial._checks import (require_flags, require_positive, require_sizes,
+                                 require_tensors)
+
 
 class ElmanRNN(nn.Module):
     """最简单的（Elman）循环网络，一步接一步地更新隐状态。
@@ -32,11 +35,8 @@ class ElmanRNN(nn.Module):
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True):
         super().__init__()
-        for arg, value in (("input_size", input_size),
-                           ("hidden_size", hidden_size)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{arg} must be a positive int, "
-                                 f"but got {value!r}")
+        require_sizes(input_size=input_size, hidden_size=hidden_size)
+        require_flags(bias=bias)
         self.input_size, self.hidden_size = input_size, hidden_size
         self.weight_ih = nn.Parameter(
             torch.empty(hidden_size, input_size))                  # (D, d_in)
@@ -51,16 +51,18 @@ class ElmanRNN(nn.Module):
 
     def forward(self, x: torch.Tensor, h0: torch.Tensor | None = None):
         """按时间一步步更新隐状态，返回所有隐状态和最后一个。"""
-        if x.dim() != 3 or x.shape[-1] != self.input_size:
-            raise ValueError(f"x: expected shape (B, L, {self.input_size}), "
-                             f"but got {tuple(x.shape)}")
+        require_tensors(x=x)
+        if x.dim() != 3 or x.shape[-1] != self.input_size or x.shape[1] == 0:
+            raise ValueError(f"x: expected shape (B, L, {self.input_size}) "
+                             f"with L >= 1, but got {tuple(x.shape)}")
         B, L, _ = x.shape
         if h0 is None:
             h = x.new_zeros(B, self.hidden_size)                   # (B, D)
-        elif h0.shape != (B, self.hidden_size):
-            raise ValueError(f"h0: expected shape ({B}, {self.hidden_size}), "
-                             f"but got {tuple(h0.shape)}")
         else:
+            require_tensors(h0=h0)
+            if h0.shape != (B, self.hidden_size):
+                raise ValueError(f"h0: expected shape ({B}, {self.hidden_size})"
+                                 f", but got {tuple(h0.shape)}")
             h = h0
         xw = x @ self.weight_ih.T              # (B, L, D), all steps at once
         if self.bias_ih is not None:
@@ -84,6 +86,7 @@ def jacobian_norms(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
         (L,) tensor; entry t is the Frobenius norm of the (D, d_in) Jacobian
         ∂h_L/∂x_t.
     """
+    require_tensors(x=x)
     if x.dim() != 3 or x.shape[0] != 1:
         raise ValueError(f"x: expected one sequence of shape (1, L, d_in), "
                          f"but got {tuple(x.shape)}")
@@ -104,8 +107,7 @@ def scaled_recurrence(rnn: ElmanRNN, gain: float, seed: int = 0) -> ElmanRNN:
     Then ‖W_hh‖₂ = gain: below 1 the signal shrinks at each step, above 1 it may
     grow.
     """
-    if gain <= 0:
-        raise ValueError(f"gain must be positive, but got {gain}")
+    require_positive(gain=gain)                   # NaN is refused too
     g = torch.Generator().manual_seed(seed)
     q, _ = torch.linalg.qr(
         torch.randn(rnn.hidden_size, rnn.hidden_size, generator=g))
