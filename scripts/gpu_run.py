@@ -10,11 +10,12 @@ Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still l
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
 speed-up, three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, every benchmark of ``python -m benchmarks`` on the GPU (its
-rows join the CPU record on appendix A), and chapter 11's comparison at the GPU configuration's
-size: the encoder–decoder against a decoder-only model with as many parameters, the same time
-each (``--ch11-seconds``). Commit the file as book/records/gpu.json; chapters 10 and 11 and
-appendix A render it. The stages run in the order of ``STAGES``, what the book needs most first,
+uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, every
+benchmark of ``python -m benchmarks`` on the GPU (its rows join the CPU record on appendix A),
+and chapter 11's comparison at the GPU configuration's size: the encoder–decoder against a
+decoder-only model with as many parameters, the same time each (``--ch11-seconds``). Commit the
+file as book/records/gpu.json; chapters 10 and 11 and appendix A render it. The stages run in
+the order of ``STAGES``, what the book needs most first,
 and the record keeps each one's seconds (``stage_seconds``): a device call cut short by its time
 limit loses only the last stages, and ``--stages ... --merge`` adds them in a second call. A stage
 that raises (a device bug) is written under ``stage_errors`` and the stages after it still run.

@@ -113,7 +113,7 @@ def test_under_torchrun_each_gpu_process_uses_its_own_gpu(monkeypatch, device, b
     (dict(max_steps=0), "^max_steps must be a positive integer, but got 0$"),       # 0 once meant no limit
     (dict(max_steps=-1), "^max_steps must be a positive integer, but got -1$"),
     (dict(max_steps=2.5), "^max_steps must be a positive integer, but got 2.5$"),
-    (dict(max_seconds=0), r"^max_seconds must be a positive number of seconds \(or None\), but got 0$"),
+    (dict(max_seconds=0), "^max_seconds must be positive, but got 0$"),
     (dict(max_seconds=float("nan")), "but got nan$"),
     (dict(max_seconds="60"), "but got '60'$"),
 ])

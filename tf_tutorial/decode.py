@@ -72,27 +72,24 @@ def _max_len(model: Transformer, src: torch.Tensor,
     if max_len is None:
         real = (src != model.config.pad_id).sum(1)
         caps = (real + 20).clamp(max=limit)
-    elif isinstance(max_len, (list, tuple, torch.Tensor)):
-        caps = torch.as_tensor(max_len, device=src.device)
-        if caps.shape != (B,) or caps.dtype not in (torch.int32, torch.int64):
-            raise ValueError(f"max_len: expected an int or {B} ints (one per "
-                             f"sentence), but got {_described(max_len)}")
+    else:
+        per_sentence = isinstance(max_len, (list, tuple, torch.Tensor))
+        if per_sentence:
+            caps = torch.as_tensor(max_len, device=src.device)
+            ints = caps.dtype in (torch.int32, torch.int64)
+            if caps.shape != (B,) or not ints:
+                got = (f"shape {tuple(caps.shape)}, dtype {caps.dtype}"
+                       if isinstance(max_len, torch.Tensor) else max_len)
+                raise ValueError(f"max_len: expected an int or {B} ints (one "
+                                 f"per sentence), but got {got}")
+        else:
+            require_sizes(max_len=max_len)
+            caps = torch.full((B,), int(max_len), device=src.device)
         if B and not 1 <= caps.min() <= caps.max() <= limit:
             raise ValueError(f"max_len must be in [1, {limit}] (the model's "
-                             f"max_len - 1), but got {caps.tolist()}")
-    else:
-        require_sizes(max_len=max_len)
-        if max_len > limit:
-            raise ValueError(f"max_len must be in [1, {limit}] (the model's "
-                             f"max_len - 1), but got {max_len}")
-        caps = torch.full((B,), int(max_len), device=src.device)
+                             f"max_len - 1), but got "
+                             f"{caps.tolist() if per_sentence else max_len}")
     return (int(caps.max()) if B else 0), caps
-
-
-def _described(value) -> str:
-    if isinstance(value, torch.Tensor):
-        return f"a tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
-    return repr(value)
 
 
 def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:

@@ -10,7 +10,6 @@ import argparse
 import contextlib
 import dataclasses
 import json
-import math
 import os
 import sys
 import tempfile
@@ -23,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import _is_real, require_sizes
+from tf_tutorial._checks import require_positive, require_sizes
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -218,13 +217,18 @@ def save_checkpoint(path, **state) -> None:
             tmp.unlink()
 
 
+def checkpoint_path(path) -> Path:
+    """检查点文件的路径：给的是一次运行的文件夹（``--out``）时，取其中的 ``checkpoint.pt``。"""
+    path = Path(path)
+    return path / "checkpoint.pt" if path.is_dir() else path
+
+
 def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。
 
     ``path``: the checkpoint file, or the folder a run wrote it to.
     """
-    if Path(path).is_dir():          # a run's folder, as --out wrote it
-        path = Path(path) / "checkpoint.pt"
+    path = checkpoint_path(path)
     try:
         state = torch.load(path, map_location="cpu", weights_only=False)
     except FileNotFoundError:
@@ -387,10 +391,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     """
     if max_steps is not None:
         require_sizes(max_steps=max_steps)
-    if max_seconds is not None and not (_is_real(max_seconds)
-                                        and 0 < max_seconds < math.inf):
-        raise ValueError(f"max_seconds must be a positive number of seconds "
-                         f"(or None), but got {max_seconds!r}")
+    if max_seconds is not None:
+        require_positive(max_seconds=max_seconds)    # NaN is refused too
     rank, world, dev = _distributed(pick_device(device))
     if max_seconds is not None and world > 1:
         raise ValueError("max_seconds cannot be used with several processes: "
@@ -635,11 +637,11 @@ def main(argv=None) -> int:
                         ("--beam", args.beam)):
         if value is not None and value < 1:
             parser.error(f"{flag} must be a positive integer, but got {value}")
-    if args.max_seconds is not None and not 0 < args.max_seconds < math.inf:
+    if args.max_seconds is not None and not args.max_seconds > 0:   # NaN too
         parser.error(
             f"--max-seconds must be positive, but got {args.max_seconds}")
-    if args.resume is not None and args.resume.is_dir():
-        args.resume = args.resume / "checkpoint.pt"      # the run's folder
+    if args.resume is not None:
+        args.resume = checkpoint_path(args.resume)   # a file, or the run's folder
     if args.out is None and args.resume is not None:
         args.out = args.resume.parent      # go on saving where the run saved
     if args.out is not None:

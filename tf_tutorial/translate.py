@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
-from pathlib import Path
 
 import torch
 
@@ -25,7 +24,8 @@ from tf_tutorial._checks import require_sizes
 from tf_tutorial.corpus.data import Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
-from tf_tutorial.train import CheckpointError, load_checkpoint, pick_device
+from tf_tutorial.train import (CheckpointError, checkpoint_path,
+                               load_checkpoint, pick_device)
 
 class Translator:
     """训练好的模型连同它的两个词表，可以直接拿英文句子来调用。
@@ -126,7 +126,7 @@ def load_translator(path, beam_size: int = 1,
         CheckpointError: a missing, corrupt or non-training checkpoint
             (a ``ValueError``).
     """
-    path = Path(path) / "checkpoint.pt" if Path(path).is_dir() else path
+    path = checkpoint_path(path)
     state = load_checkpoint(path)
     missing = [k for k in ("model_config", "src_itos", "tgt_itos")
                if k not in state]

@@ -78,8 +78,7 @@ def _short_cpu_name(name: str) -> str:
 
 
 def _slug(text: str) -> str:
-    text = re.sub(r"\((r|tm)\)|cpu|@.*$", " ", text.lower())
-    return re.sub(r"[^a-z0-9]+", "-", text).strip("-")
+    return re.sub(r"[^a-z0-9]+", "-", _short_cpu_name(text).lower()).strip("-")
 
 
 def describe_machine(device: str | torch.device | None = None) -> dict:
