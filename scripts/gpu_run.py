@@ -10,7 +10,8 @@ Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still l
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
 speed-up, three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, every
+uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, the training
+loop's speed with PyTorch's cuDNN attention off and on (``sdpa``: why training turns it off), every
 benchmark of ``python -m benchmarks`` on the GPU (its rows join the CPU record on appendix A),
 and chapter 11's comparison at the GPU configuration's size: the encoder–decoder against a
 decoder-only model with as many parameters, the same time each (``--ch11-seconds``). Commit the
@@ -97,6 +98,46 @@ def resume_check(cfg, device: str, corpus, steps: int = 40) -> dict:
                                                  for a, b in zip(straight[half:], resumed[half:]))}
 
 
+def sdpa_choice(device: str, cfg, precision: str) -> str | None:
+    """The backend ``F.scaled_dot_product_attention`` picks for a training-shaped call (a padding
+    mask, dropout, gradients), with the flags as they are now; None where PyTorch cannot say."""
+    dev = torch.device(device)
+    dtype = autocast_dtype(dev, precision) or torch.float32
+    d_k = cfg.d_model // cfg.n_heads
+    q, k, v = (torch.randn(32, cfg.n_heads, 23, d_k, device=dev, dtype=dtype).transpose(1, 2)
+               .contiguous().transpose(1, 2).requires_grad_() for _ in range(3))   # MHA's layout
+    mask = torch.ones(32, 1, 1, 23, dtype=torch.bool, device=dev)
+    try:
+        from torch.nn.attention import SDPBackend
+        return SDPBackend(torch._fused_sdp_choice(q, k, v, mask, cfg.dropout)).name
+    except Exception:                # a private function: its absence is not a device bug
+        return None
+
+
+def sdpa_check(cfg, device: str, corpus, precision: str, steps: int = 100) -> dict:
+    """Training speed with PyTorch's cuDNN attention off (what ``train`` does, see
+    ``tf_tutorial.train.varying_shapes``) and on, on the same batches: on, the first time cuDNN
+    meets these shapes and again once it has planned for them. The backend each run would pick
+    for a training-shaped call is recorded beside it."""
+    import tf_tutorial.train as T
+
+    out = {"steps": steps}
+    for name, allow in (("without_cudnn", False), ("cudnn_new_shapes", True),
+                        ("cudnn_seen_shapes", True)):
+        T.CUDNN_ATTENTION = allow
+        try:
+            with T.varying_shapes():
+                backend = sdpa_choice(device, cfg, precision)
+            h = train(cfg, corpus=corpus, device=device, precision=precision, max_steps=steps,
+                      progress=False).history
+        finally:
+            T.CUDNN_ATTENTION = False
+        out[name] = {"backend": backend, "seconds": h["seconds"],
+                     "steps_per_s": h["step"][-1] / h["seconds"]}
+        print("sdpa", name, out[name], flush=True)
+    return out
+
+
 def compile_check(cfg, device: str, corpus, steps: int, backend: str = "inductor") -> dict:
     """``torch.compile`` against eager on the same batches: the same losses, and how long each took.
 
@@ -151,7 +192,7 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
-STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
+STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "resume", "sdpa", "benchmarks", "compile")
 """In the order they run: what the book needs most comes first, so a run cut short by the device's
 time limit still leaves chapter 10's row; ``compile`` (minutes of compiling) comes last."""
 
@@ -283,18 +324,22 @@ def main(argv=None) -> dict:
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
         elif stage == "resume":      # 6. a checkpoint carries the GPU's random state
             record["resume_check"] = resume_check(small_cfg, device, small, steps=40 if not args.dry_run else 4)
-        elif stage == "benchmarks":  # 7. every benchmark of python -m benchmarks (appendix A's GPU rows)
+        elif stage == "sdpa":        # 7. cuDNN's attention off and on: the training loop's speed
+            record["sdpa_check"] = sdpa_check(small_cfg, device, small, precision,
+                                              steps=100 if not args.dry_run else 3)
+        elif stage == "benchmarks":  # 8. every benchmark of python -m benchmarks (appendix A's GPU rows)
             record["benchmarks"] = run_all(quick=args.dry_run, device=device,
                                            repeat=1 if args.dry_run else None)
-        elif stage == "compile":     # 8. torch.compile against eager on the same batches
+        elif stage == "compile":     # 9. torch.compile against eager on the same batches
             record["compile_check"] = compile_check(small_cfg, device, small,
                                                     min(args.compile_steps, small_cfg.steps),
                                                     backend="aot_eager" if args.dry_run else "inductor")
 
-    # what a stage usually takes on one GPU (seconds, generous): planned from the code, as no GPU
-    # run has been recorded yet; compile: two inductor graphs, forward and backward
-    needs = {"train": args.seconds + 40, "scores": 45, "kv_cache": 20, "fp16": 25, "resume": 20,
-             "ch11": 2 * args.ch11_seconds + 45, "benchmarks": 180, "compile": 150}
+    # what a stage usually takes on one GPU (seconds, generous): the first H200 record
+    # (2026-12-04, stage_seconds) took train: its budget + 19, scores 7, kv_cache 6, fp16 39,
+    # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa is planned
+    needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20,
+             "ch11": 2 * args.ch11_seconds + 40, "sdpa": 90, "benchmarks": 120, "compile": 280}
     for stage in stages:             # each stage is written as soon as it is done
         left = None if args.deadline is None else args.deadline - (time.monotonic() - began)
         if left is not None and needs[stage] > left:

@@ -721,3 +721,18 @@ def test_generate_refuses_an_eos_id_outside_the_vocabulary(eos_id):
                                          rf"but got {eos_id}$"):
         generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=eos_id)
     assert generate(m, torch.tensor([3, 4]), 2, top_k=1, eos_id=11).shape == (4,)
+
+
+def test_every_continuation_step_runs_without_cudnn_attention():
+    # the decoder-only trainer sees a new batch shape at almost every step too (tf_tutorial.train
+    # .varying_shapes): its forward passes run with cuDNN's attention off, and it is back on after
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id))
+    seen = []
+    model.register_forward_pre_hook(lambda *_: seen.append(torch.backends.cuda.cudnn_sdp_enabled()))
+    train_continuation(model, vocab, pairs, dataclasses.replace(CONFIGS["tiny"], steps=3, batch_size=8),
+                       progress=False)
+    assert seen == [False] * 3
+    assert torch.backends.cuda.cudnn_sdp_enabled()

@@ -17,8 +17,8 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "resume", "benchmarks",
-                                   "compile"]
+    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "resume", "sdpa",
+                                   "benchmarks", "compile"]
     times = saved["stage_seconds"]                             # to plan the device's 15 minutes
     assert list(times) == saved["stages_done"] and min(times.values()) >= 0 and sum(times.values()) > 0
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
@@ -35,6 +35,9 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     assert resume["resumed_at"] == 2 and resume["dropout"] > 0
     assert resume["max_rel_loss_gap_after_resume"] < 1e-5
     assert saved["compile_check"]["max_rel_loss_gap_first_20"] < 1e-5
+    sdpa = saved["sdpa_check"]                                 # cuDNN's attention off, then on twice
+    assert list(sdpa) == ["steps", "without_cudnn", "cudnn_new_shapes", "cudnn_seen_shapes"]
+    assert all(sdpa[k]["steps_per_s"] > 0 and sdpa[k]["backend"] == "MATH" for k in list(sdpa)[1:])
     bench = saved["benchmarks"]                                # appendix A's rows, from run_all
     assert bench["quick"] is True and bench["machine"] == {**saved["machine"], "date": bench["machine"]["date"]}
     assert {"attention fwd+bwd", "training step (float32)", "decode greedy"} <= {r["benchmark"] for r in bench["rows"]}
@@ -141,10 +144,10 @@ def test_load_record(dry_run, tmp_path):
 
 def test_a_deadline_skips_the_stages_that_no_longer_fit(tmp_path):
     from scripts.gpu_run import main
-    # the usual needs: kv_cache about 20 s, fp16 about 25 s; a dry run takes a second or two
-    record = main([str(tmp_path), "--dry-run", "--stages", "kv_cache,fp16", "--deadline", "22"])
+    # the usual needs: kv_cache about 20 s, fp16 about 45 s; a dry run takes a second or two
+    record = main([str(tmp_path), "--dry-run", "--stages", "kv_cache,fp16", "--deadline", "42"])
     assert record["stages_done"] == ["kv_cache"]
-    assert re.fullmatch(r"needs about 25 s, (1\d|2[0-2]) s were left", record["stages_skipped"]["fp16"])
+    assert re.fullmatch(r"needs about 45 s, (3\d|4[0-2]) s were left", record["stages_skipped"]["fp16"])
     saved = json.loads((tmp_path / "gpu-dry-run.json").read_text(encoding="utf-8"))
     assert saved["stages_skipped"] == record["stages_skipped"]
     # given time, a later call takes the stage and forgets the skip
@@ -161,3 +164,39 @@ def test_the_record_is_strict_json_written_whole(tmp_path):
     assert json.loads(text, parse_constant=lambda c: pytest.fail(f"{c} is not strict JSON")) == {
         "loss": [1.5, None, None], "gap": {"x": None}, "n": 3}
     assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]        # no temporary file left
+
+
+def test_the_sdpa_stage_measures_cudnn_on_and_leaves_training_with_it_off(monkeypatch):
+    """The stage lets train() use cuDNN's attention for its two 'cudnn' runs only, and puts the
+    switch back even when a run fails."""
+    import dataclasses
+
+    import scripts.gpu_run as G
+    import tf_tutorial.train as T
+    from tf_tutorial.corpus.data import make_corpus
+
+    seen = []
+    real = G.train
+
+    def spy(*args, **kwargs):
+        with T.varying_shapes():
+            seen.append(torch_cudnn_flag())
+        return real(*args, **kwargs)
+
+    def torch_cudnn_flag():
+        import torch
+        return torch.backends.cuda.cudnn_sdp_enabled()
+
+    monkeypatch.setattr(G, "train", spy)
+    corpus = make_corpus(300, n_valid=10, n_test=5, n_longer=1, n_deeper=1, seed=0)
+    cfg = dataclasses.replace(T.CONFIGS["tiny"], n_train=300, eval_every=2)
+    out = G.sdpa_check(cfg, "cpu", corpus, "auto", steps=2)
+    assert seen == [False, True, True] and T.CUDNN_ATTENTION is False
+    assert [out[k]["backend"] for k in ("without_cudnn", "cudnn_new_shapes")] == ["MATH", "MATH"]
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("device bug")
+    monkeypatch.setattr(G, "train", broken)
+    with pytest.raises(RuntimeError):
+        G.sdpa_check(cfg, "cpu", corpus, "auto", steps=2)
+    assert T.CUDNN_ATTENTION is False

@@ -492,3 +492,43 @@ def test_clipping_sees_unscaled_gradients_under_the_fp16_loss_scaler():
         finally:
             nn.utils.clip_grad_norm_ = original
     assert norms[True] == pytest.approx(norms[False], rel=1e-4)
+
+
+def test_varying_shapes_turns_cudnn_attention_off_and_restores_it(monkeypatch):
+    """cuDNN's attention builds a plan for every new shape (the first H200 record trained at a
+    quarter of its speed): training turns it off for its loop, and only for its loop."""
+    import tf_tutorial.train as T
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with T.varying_shapes():
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()     # the others are left alone
+        assert torch.backends.cuda.flash_sdp_enabled()
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with pytest.raises(KeyError):                                    # restored on an error too
+        with T.varying_shapes():
+            raise KeyError
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(False)                      # a user's own choice stays
+    try:
+        with T.varying_shapes():
+            pass
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+    monkeypatch.setattr(T, "CUDNN_ATTENTION", True)                  # scripts.gpu_run measures both
+    with T.varying_shapes():
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+def test_every_training_step_runs_without_cudnn_attention(corpus, monkeypatch):
+    import tf_tutorial.train as T
+    seen = []
+    original = T.train_step
+
+    def spy(*args, **kwargs):
+        seen.append(torch.backends.cuda.cudnn_sdp_enabled())
+        return original(*args, **kwargs)
+    monkeypatch.setattr(T, "train_step", spy)
+    train(dataclasses.replace(TINY, steps=3, eval_every=2), corpus=corpus, progress=False)
+    assert seen == [False] * 3
+    assert torch.backends.cuda.cudnn_sdp_enabled()

@@ -609,7 +609,7 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     import contextlib
 
     from tf_tutorial.train import (_progress, autocast_dtype,
-                                   optimizer_and_schedule)
+                                   optimizer_and_schedule, varying_shapes)
 
     dev = torch.device(device)
     torch.manual_seed(cfg.seed)
@@ -628,36 +628,38 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     start, step, epoch = time.perf_counter(), 0, 0
     losses = []                                # on the device
     model.train()
-    while step < cfg.steps and not (
-            max_seconds and time.perf_counter() - start > max_seconds):
-        for chunk in batch_indices(lengths, size, cfg.batch_tokens,
-                                   seed=cfg.seed * 1000 + epoch):
-            if step >= cfg.steps or (
-                    max_seconds and time.perf_counter() - start > max_seconds):
-                break
-            x, y = continuation_batch([items[i] for i in chunk], vocab.pad_id)
-            answer = y != vocab.pad_id          # (B, L - 1): the loss mask
-            # counted on the host, before the copy: no device sync
-            history["tokens"] += int(answer.sum())           # in the loss
-            history["input_tokens"] += int((x != vocab.pad_id).sum())  # read
-            x, y, answer = x.to(dev), y.to(dev), answer.to(dev)
-            with (torch.autocast(dev.type, dtype=amp) if amp
-                  else contextlib.nullcontext()):
-                logits = model(x, keep=answer)  # (K, |V|), answer rows only
-            # mean over the answer tokens
-            loss = loss_fn(logits.float(), y[answer])
-            opt.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-            scaler.unscale_(opt)
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-            scaler.step(opt)
-            scaler.update()
-            sched.step()
-            step += 1
-            history["step"].append(step)
-            losses.append(loss.detach())       # read at the end: one sync
-            bar.update(1)
-        epoch += 1
+    with varying_shapes():      # a new batch shape at almost every step
+        while step < cfg.steps and not (
+                max_seconds and time.perf_counter() - start > max_seconds):
+            for chunk in batch_indices(lengths, size, cfg.batch_tokens,
+                                       seed=cfg.seed * 1000 + epoch):
+                if step >= cfg.steps or (max_seconds and time.perf_counter()
+                                         - start > max_seconds):
+                    break
+                x, y = continuation_batch([items[i] for i in chunk],
+                                          vocab.pad_id)
+                answer = y != vocab.pad_id      # (B, L - 1): the loss mask
+                # counted on the host, before the copy: no device sync
+                history["tokens"] += int(answer.sum())        # in the loss
+                history["input_tokens"] += int((x != vocab.pad_id).sum())
+                x, y, answer = x.to(dev), y.to(dev), answer.to(dev)
+                with (torch.autocast(dev.type, dtype=amp) if amp
+                      else contextlib.nullcontext()):
+                    logits = model(x, keep=answer)  # (K, |V|): answers only
+                # mean over the answer tokens
+                loss = loss_fn(logits.float(), y[answer])
+                opt.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
+                scaler.step(opt)
+                scaler.update()
+                sched.step()
+                step += 1
+                history["step"].append(step)
+                losses.append(loss.detach())   # read at the end: one sync
+                bar.update(1)
+            epoch += 1
     bar.close()
     history["loss"] = torch.stack(losses).tolist() if losses else []
     history["seconds"] = time.perf_counter() - start

@@ -370,6 +370,38 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
     return stream(skip)
 
 
+CUDNN_ATTENTION = False
+"""Whether training may use cuDNN's attention kernel (see
+:func:`varying_shapes`). ``scripts/gpu_run.py`` sets it to measure both."""
+
+
+@contextlib.contextmanager
+def varying_shapes():
+    """训练时每一批的形状几乎都不同：在这段时间里不用 cuDNN 的注意力内核。
+
+    Turn PyTorch's cuDNN attention backend off for the duration (unless
+    :data:`CUDNN_ATTENTION` is True), then restore the setting.
+
+    On Hopper GPUs (sm90) with a recent cuDNN, PyTorch 2.10+ tries cuDNN first
+    for ``F.scaled_dot_product_attention``, and cuDNN builds a plan for every
+    new (batch, heads, lengths) shape, forward and backward, before it runs.
+    Training batches grouped by length have a new shape at almost every step,
+    so the plans, not the arithmetic, set the pace: the first H200 record
+    (book/records/gpu.json) trained at 5.5 steps/s, while the same model a
+    minute later in the same process, on batches of the shapes already seen,
+    made 20. Without cuDNN the next backend in PyTorch's order runs (the
+    memory-efficient kernel here: flash attention takes no mask) with no plan
+    to build. Only CUDA reads this flag; on a CPU nothing changes.
+    """
+    was = torch.backends.cuda.cudnn_sdp_enabled()
+    if not CUDNN_ATTENTION:
+        torch.backends.cuda.enable_cudnn_sdp(False)
+    try:
+        yield
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(was)
+
+
 def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
           corpus: Corpus | None = None, compile: bool | str = False,
           progress: bool = True, max_steps: int | None = None,
@@ -449,32 +481,34 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
-    for src, tgt in stream:
-        if step >= stop or (max_seconds is not None
-                            and time.perf_counter() - start > max_seconds):
-            break
-        # counted on the host: no sync
-        history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())
-        src, tgt = (src[rank::world].to(dev, non_blocking=True),
-                    tgt[rank::world].to(dev, non_blocking=True))
-        # the rate this step uses
-        history["lr"].append(opt.param_groups[0]["lr"])
-        losses.append(train_step(model, src, tgt, opt, sched, loss_fn, scaler,
-                                 amp, cfg.clip, fwd))
-        step += 1
-        history["step"].append(step)
-        bar.update(1)
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{losses[-1].item():.3f}", refresh=False)
-        if step % cfg.eval_every == 0 or step == stop:
+    with varying_shapes():   # a new batch shape at almost every step
+        for src, tgt in stream:
+            if step >= stop or (max_seconds is not None
+                                and time.perf_counter() - start > max_seconds):
+                break
+            # counted on the host: no sync
+            history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())
+            src, tgt = (src[rank::world].to(dev, non_blocking=True),
+                        tgt[rank::world].to(dev, non_blocking=True))
+            # the rate this step uses
+            history["lr"].append(opt.param_groups[0]["lr"])
+            losses.append(train_step(model, src, tgt, opt, sched, loss_fn,
+                                     scaler, amp, cfg.clip, fwd))
+            step += 1
+            history["step"].append(step)
+            bar.update(1)
+            if step % 50 == 0:
+                bar.set_postfix(loss=f"{losses[-1].item():.3f}",
+                                refresh=False)
+            if step % cfg.eval_every == 0 or step == stop:
+                evaluate_now()
+                if out_dir is not None and rank == 0 and step < stop:
+                    _save(out_dir, model, opt, sched, history, step, cfg,
+                          mcfg, corpus, dev)
+        bar.close()
+        # stopped by the time budget
+        if not history["eval_step"] or history["eval_step"][-1] != step:
             evaluate_now()
-            if out_dir is not None and rank == 0 and step < stop:
-                _save(out_dir, model, opt, sched, history, step, cfg, mcfg,
-                      corpus, dev)
-    bar.close()
-    # stopped by the time budget
-    if not history["eval_step"] or history["eval_step"][-1] != step:
-        evaluate_now()
     if dev.type == "cuda":
         torch.cuda.synchronize()
     history["seconds"] += time.perf_counter() - start
