@@ -45,6 +45,7 @@ from tf_tutorial.corpus.data import make_corpus
 from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
+import tf_tutorial.train as train_module
 from tf_tutorial.train import CONFIGS, autocast_dtype, train
 
 SENTENCES = ["I love China .", "the dog bites the man .", "the man bites the dog .",
@@ -119,8 +120,7 @@ def sdpa_check(cfg, device: str, corpus, precision: str, steps: int = 100) -> di
     ``tf_tutorial.train.varying_shapes``) and on, on the same batches: on, the first time cuDNN
     meets these shapes and again once it has planned for them. The backend each run would pick
     for a training-shaped call is recorded beside it."""
-    import tf_tutorial.train as T
-
+    T = train_module
     out = {"steps": steps}
     for name, allow in (("without_cudnn", False), ("cudnn_new_shapes", True),
                         ("cudnn_seen_shapes", True)):
@@ -174,7 +174,8 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
     gpt_cfg = GPTConfig(len(vocab), cfg.d_model, cfg.n_heads, n_layers, cfg.d_ff, cfg.dropout, max_len=256,
                         pad_id=vocab.pad_id, eos_id=vocab.eos_id, norm_first=True, activation="relu")
-    out = {"budget_seconds": seconds, "train_config": dataclasses.asdict(cfg), "gpt_config": gpt_cfg.to_dict()}
+    out = {"budget_seconds": seconds, "cudnn_attention": train_module.CUDNN_ATTENTION,
+           "train_config": dataclasses.asdict(cfg), "gpt_config": gpt_cfg.to_dict()}
     ed = train(cfg, corpus=corpus, device=device, precision=precision, max_seconds=seconds, progress=False)
     torch.manual_seed(cfg.seed)
     gpt = train_continuation(GPT(gpt_cfg), vocab, corpus.train, cfg, device=device, max_seconds=seconds,
@@ -297,6 +298,7 @@ def main(argv=None) -> dict:
             record["stages_done"] = [s for s in record.get("stages_done", []) if s != "scores"]
             record["run"] = {
                 "config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
+                "budget_seconds": args.seconds, "cudnn_attention": train_module.CUDNN_ATTENTION,
                 "steps": h["step"][-1], "train_seconds": h["seconds"], "wall_seconds_with_data": wall,
                 "tokens": h["tokens"], "tokens_per_s": h["tokens"] / h["seconds"],
                 "steps_per_s": h["step"][-1] / h["seconds"],

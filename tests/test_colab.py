@@ -33,7 +33,7 @@ from conftest import ROOT
 CHAPTERS = {   # notebook -> what its outputs must say when it ran in a Colab-like runtime
     "ch12_modern_parts": ["尚未测量", "附录 A 的记录里还没有归一化的计时", "值和梯度的最大差",
                           "与 PyTorch 的最大差"],
-    "appendix_performance": ["没有找到提交的记录", "GPU：尚未测量"],
+    "appendix_performance": ["没有找到提交的记录", "GPU：没有找到记录"],
 }
 PREINSTALLED = ("torch", "ipykernel", "nbclient", "nbformat")   # what a Colab runtime has
 

@@ -724,7 +724,7 @@ def test_generate_refuses_an_eos_id_outside_the_vocabulary(eos_id):
 
 
 def test_every_continuation_step_runs_without_cudnn_attention():
-    # the decoder-only trainer sees a new batch shape at almost every step too (tf_tutorial.train
+    # the decoder-only trainer sees batches of many shapes too (tf_tutorial.train
     # .varying_shapes): its forward passes run with cuDNN's attention off, and it is back on after
     pairs = _pairs()
     vocab = _vocab(pairs)

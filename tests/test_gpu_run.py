@@ -25,6 +25,9 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     assert not (out / "gpu.json").exists()                     # a dry run is never written as the record
     run = saved["run"]
     assert run["steps"] == 12 and run["tokens_per_s"] > 0 and run["curves"]["eval_step"] == [6, 12]
+    # what the book needs to tell this run from one measured before training turned cuDNN off
+    assert run["budget_seconds"] == 290 and run["cudnn_attention"] is False
+    assert saved["ch11"]["cudnn_attention"] is False
     assert len(run["curves"]["loss"]) == 12 and saved["machine"]["torch"]
     for split in ("test", "longer", "deeper"):
         for decoder in ("greedy", "beam4"):

@@ -628,7 +628,7 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     start, step, epoch = time.perf_counter(), 0, 0
     losses = []                                # on the device
     model.train()
-    with varying_shapes():      # a new batch shape at almost every step
+    with varying_shapes():      # batches of many shapes (train.py)
         while step < cfg.steps and not (
                 max_seconds and time.perf_counter() - start > max_seconds):
             for chunk in batch_indices(lengths, size, cfg.batch_tokens,

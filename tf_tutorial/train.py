@@ -377,21 +377,24 @@ CUDNN_ATTENTION = False
 
 @contextlib.contextmanager
 def varying_shapes():
-    """训练时每一批的形状几乎都不同：在这段时间里不用 cuDNN 的注意力内核。
+    """训练时批次的形状种类很多：在训练循环里不用 cuDNN 的注意力内核。
 
     Turn PyTorch's cuDNN attention backend off for the duration (unless
     :data:`CUDNN_ATTENTION` is True), then restore the setting.
 
-    On Hopper GPUs (sm90) with a recent cuDNN, PyTorch 2.10+ tries cuDNN first
-    for ``F.scaled_dot_product_attention``, and cuDNN builds a plan for every
-    new (batch, heads, lengths) shape, forward and backward, before it runs.
-    Training batches grouped by length have a new shape at almost every step,
-    so the plans, not the arithmetic, set the pace: the first H200 record
-    (book/records/gpu.json) trained at 5.5 steps/s, while the same model a
-    minute later in the same process, on batches of the shapes already seen,
-    made 20. Without cuDNN the next backend in PyTorch's order runs (the
-    memory-efficient kernel here: flash attention takes no mask) with no plan
-    to build. Only CUDA reads this flag; on a CPU nothing changes.
+    PyTorch built with a cuDNN newer than 9.15 (torch 2.11+cu130, say) tries
+    cuDNN first for ``F.scaled_dot_product_attention`` on Hopper GPUs (sm90),
+    and cuDNN builds an execution plan for every new (batch, heads, lengths)
+    shape, forward and backward, and caches it. Batches grouped by length come
+    in many shapes, so early in training most of them are new. The first H200
+    record (book/records/gpu.json) trained at 5.5 steps/s, while a model of the
+    same size (Pre-LN instead of Post-LN) a minute later in the same process,
+    on the same batches, made 20.4. We think the plans, not the arithmetic, set
+    the first run's pace; this is not yet measured (``scripts/gpu_run.py``'s
+    ``sdpa`` stage measures it). Without cuDNN the next backend in PyTorch's
+    order runs (the memory-efficient kernel here: flash attention takes no
+    mask), with no plan to build. Only CUDA reads this flag; on a CPU nothing
+    changes.
     """
     was = torch.backends.cuda.cudnn_sdp_enabled()
     if not CUDNN_ATTENTION:
@@ -481,7 +484,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
-    with varying_shapes():   # a new batch shape at almost every step
+    with varying_shapes():   # batches of many shapes: no cuDNN attention
         for src, tgt in stream:
             if step >= stop or (max_seconds is not None
                                 and time.perf_counter() - start > max_seconds):
