@@ -223,3 +223,15 @@ def test_operation_names_counts_a_fused_kernel_once():
     x = torch.randn(3, 4)
     assert operation_names(lambda: torch.nn.functional.layer_norm(x, (4,))) == ["native_layer_norm.default"]
     assert len(operation_names(lambda: (x * 2).sum())) == 2
+
+
+def test_compare_attention_and_ratio_table_refuse_bad_input_by_name():
+    from tf_tutorial.timing.compare import compare_attention, ratio_table
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=3"):
+        compare_attention(batch=2, length=4, d_model=10, n_heads=3, repeat=1)   # was an AssertionError
+    with pytest.raises(ValueError, match=r"repeat must be a positive integer, but got 0"):
+        compare_attention(batch=2, length=4, d_model=8, n_heads=2, repeat=0)
+    with pytest.raises(ValueError, match=r"ratio_table needs .* but got an empty dict"):
+        ratio_table({})                                                         # was StopIteration
+    table = ratio_table(compare_attention(batch=2, length=4, d_model=8, n_heads=2, repeat=1))
+    assert table.count("\n") == 3 and "1.00×" in table

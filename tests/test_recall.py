@@ -75,3 +75,11 @@ def test_lstm_layer_has_four_rnn_sized_weight_blocks():
 def test_recall_task_refuses_what_it_would_misread(kwargs, error, message):
     with pytest.raises(error, match=message):          # 2.5 gave a vocabulary of 19.5
         RecallTask(**kwargs)
+
+
+@pytest.mark.parametrize("n_between", [(4, 2), (-1, 3), (2,), 3.0, "2-4"])
+def test_train_recall_refuses_a_range_it_cannot_draw_from(n_between):
+    model = AttentionRecaller(TASK.vocab_size, TASK.n_keys)
+    with pytest.raises(ValueError, match=r"n_between must be an integer or a pair \(low, high\) "
+                                         r"with 0 <= low <= high, but got"):
+        train_recall(model, TASK, n_between, steps=1)

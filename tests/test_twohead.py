@@ -23,3 +23,19 @@ def test_two_heads_learn_and_divide_the_work():
     on_first, on_last = weights[:, 0], weights[:, -2]
     assert on_first.max() > 0.9 and on_last.max() > 0.6
     assert on_first.argmax() != on_last.argmax()  # a different head for each question
+
+
+@pytest.mark.parametrize("lengths", [(9, 5), (1, 4), (6,), 7.5, "6-16", (6, 16.0), (True, 4)])
+def test_train_first_last_refuses_a_length_range_it_cannot_draw_from(lengths):
+    # a reversed range used to reach torch.randint's own error ("random_ expects 'from' to be less
+    # than 'to'"); a length of 1 has its first token as its last
+    model = FirstLastModel()
+    with pytest.raises(ValueError, match=r"lengths must be an integer or a pair \(low, high\) "
+                                         r"with 2 <= low <= high, but got"):
+        train_first_last(model, steps=1, lengths=lengths)
+
+
+def test_train_first_last_takes_one_length_too():
+    model = FirstLastModel()
+    first, last = train_first_last(model, steps=2, lengths=12)
+    assert 0 <= first <= 1 and 0 <= last <= 1

@@ -27,6 +27,24 @@ def require_sizes(**sizes) -> None:
     _require_ints(sizes, 1, "a positive integer")
 
 
+def require_range(name: str, value, least: int = 1) -> tuple[int, int]:
+    """一个整数，或一对 ``(low, high)``，且 ``least <= low <= high``；返回这一对。
+
+    ``require_range("lengths", (9, 5))`` raises ``ValueError: lengths must be
+    an integer or a pair (low, high) with 1 <= low <= high, but got (9, 5)``.
+    """
+    pair = (value, value) if isinstance(value, numbers.Integral) else value
+    try:
+        low, high = pair
+    except (TypeError, ValueError):
+        low = high = None
+    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+               for v in (low, high)) or not least <= low <= high:
+        raise ValueError(f"{name} must be an integer or a pair (low, high) "
+                         f"with {least} <= low <= high, but got {value!r}")
+    return int(low), int(high)
+
+
 def require_token_id(**ids) -> None:
     """检查这些词元编号都是整数（不是 bool），否则报出第一个不合格的参数名。
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_counts, require_flags
+from tf_tutorial._checks import require_counts, require_flags, require_range
 
 
 @dataclass(frozen=True)
@@ -162,8 +162,7 @@ def train_recall(model: nn.Module, task: RecallTask,
     ``n_between`` is a fixed L, or a range ``(low, high)`` from which each batch
     draws its L (and the final accuracy is measured at ``high``).
     """
-    low, high = ((n_between, n_between) if isinstance(n_between, int)
-                 else n_between)
+    low, high = require_range("n_between", n_between, least=0)
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     loss_fn = nn.CrossEntropyLoss()

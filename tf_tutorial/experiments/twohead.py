@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from tf_tutorial._checks import require_range
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.multihead import MultiHeadAttention
 
@@ -68,12 +69,13 @@ def train_first_last(model: FirstLastModel, steps: int = 800, lengths=(6, 16),
     Train on random lengths in ``lengths``; return (first, last) accuracy at
     length 12.
     """
+    low, high = require_range("lengths", lengths, least=2)  # first != last
     g = torch.Generator().manual_seed(seed)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     n_symbols = model.first.out_features
     model.train()
     for _ in range(steps):
-        L = int(torch.randint(lengths[0], lengths[1] + 1, (1,), generator=g))
+        L = int(torch.randint(low, high + 1, (1,), generator=g))
         tokens, first, last = first_last_batch(64, L, n_symbols, generator=g)
         f, l, _ = model(tokens)
         loss = (nn.functional.cross_entropy(f, first)

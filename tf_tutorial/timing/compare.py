@@ -98,6 +98,11 @@ def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256,
     ``{name: (median seconds, activation bytes kept for backward)}``, PyTorch
     first.
     """
+    require_sizes(batch=batch, length=length, d_model=d_model,
+                  n_heads=n_heads, repeat=repeat)
+    if d_model % n_heads:      # nn.MultiheadAttention would only assert
+        raise ValueError(f"d_model={d_model} is not divisible by "
+                         f"n_heads={n_heads}")
     torch.manual_seed(0)
     ref = nn.MultiheadAttention(d_model, n_heads, batch_first=True).to(device)
     fused, reference = from_torch(ref), from_torch(ref)
@@ -152,6 +157,9 @@ def zh(name: str) -> str:
 
 def ratio_table(results: dict[str, tuple[float, int]]) -> str:
     """把 :func:`compare_attention` 排成表：时间、内存及相对 PyTorch 的比值。"""
+    if not results:
+        raise ValueError("ratio_table needs the results of compare_attention "
+                         "({name: (seconds, bytes)}), but got an empty dict")
     base_t, base_m = next(iter(results.values()))
     lines = ["实现：毫秒，相对 PyTorch 的时间；"
              "保存的激活（MiB），相对 PyTorch 的内存"]
