@@ -1,6 +1,6 @@
 """Chapter 10's GPU record: train the ``gpu`` configuration once and record what the chapter shows.
 
-    python -m scripts.gpu_run OUT_DIR [--seconds 290] [--deadline 520]
+    python -m scripts.gpu_run OUT_DIR [--seconds S] [--deadline 520]
                                                                 # on a machine with a CUDA GPU
     python -m scripts.gpu_run OUT_DIR --stages benchmarks,compile --merge book/records/gpu.json
                                                                 # finish what a first call left
@@ -46,7 +46,7 @@ from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
 import tf_tutorial.train as train_module
-from tf_tutorial.train import CONFIGS, autocast_dtype, train
+from tf_tutorial.train import CONFIGS, GPU_SECONDS, autocast_dtype, train
 
 SENTENCES = ["I love China .", "the dog bites the man .", "the man bites the dog .",
              "I borrowed a book about quantum physics at the library yesterday .",
@@ -120,18 +120,17 @@ def sdpa_check(cfg, device: str, corpus, precision: str, steps: int = 100) -> di
     ``tf_tutorial.train.varying_shapes``) and on, on the same batches: on, the first time cuDNN
     meets these shapes and again once it has planned for them. The backend each run would pick
     for a training-shaped call is recorded beside it."""
-    T = train_module
     out = {"steps": steps}
     for name, allow in (("without_cudnn", False), ("cudnn_new_shapes", True),
                         ("cudnn_seen_shapes", True)):
-        T.CUDNN_ATTENTION = allow
+        train_module.CUDNN_ATTENTION = allow
         try:
-            with T.varying_shapes():
+            with train_module.varying_shapes():
                 backend = sdpa_choice(device, cfg, precision)
             h = train(cfg, corpus=corpus, device=device, precision=precision, max_steps=steps,
                       progress=False).history
         finally:
-            T.CUDNN_ATTENTION = False
+            train_module.CUDNN_ATTENTION = False
         out[name] = {"backend": backend, "seconds": h["seconds"],
                      "steps_per_s": h["step"][-1] / h["seconds"]}
         print("sdpa", name, out[name], flush=True)
@@ -250,7 +249,8 @@ def write_record(path: Path, record: dict) -> None:
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
-    p.add_argument("--seconds", type=float, default=290.0, help="training time budget of the main run")
+    p.add_argument("--seconds", type=float, default=GPU_SECONDS,
+                   help=f"training time budget of the main run (default {GPU_SECONDS:g}, chapter 10's)")
     p.add_argument("--compile-steps", type=int, default=300)
     p.add_argument("--ch11-seconds", type=float, default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")

@@ -100,6 +100,10 @@ CONFIGS = {
                         eval_every=15),
 }
 
+GPU_SECONDS = 290.0
+"""The ``gpu`` configuration's training time on one GPU (under 5 minutes):
+chapter 10 trains it this long, and ``scripts/gpu_run.py`` by default."""
+
 
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """论文的学习率日程：先线性预热，再按步数的平方根倒数衰减。
