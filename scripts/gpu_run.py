@@ -8,7 +8,7 @@
 
 Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
-memory, the curves), test / longer / deeper scores with greedy and beam search, the KV cache's
+memory, the curves, the test split's exact match at every evaluation: when the run reached it), test / longer / deeper scores with greedy and beam search, the KV cache's
 speed-up, three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
 uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, the training
 loop's speed with PyTorch's cuDNN attention off and on (``sdpa``: why training turns it off), every
@@ -192,9 +192,10 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
-STAGES = ("train", "scores", "kv_cache", "fp16", "ch11", "resume", "sdpa", "benchmarks", "compile")
+STAGES = ("train", "scores", "sdpa", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
 """In the order they run: what the book needs most comes first, so a run cut short by the device's
-time limit still leaves chapter 10's row; ``compile`` (minutes of compiling) comes last."""
+time limit still leaves chapter 10's row, then whether cuDNN's attention is what slowed the first
+record's training (``sdpa``); ``compile`` (minutes of compiling) comes last."""
 
 
 def stage_list(text: str) -> list[str]:
@@ -290,8 +291,16 @@ def main(argv=None) -> dict:
         if stage == "train":         # 1. the chapter's run
             if dev.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
+            during = []              # the test split's score at every evaluation, greedy
+
+            def score_test(step, model, seconds):
+                ev = evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
+                during.append({"step": step, "train_seconds": seconds, "exact_match": ev["exact_match"],
+                               "bleu": ev["bleu"]})
+                print(f"step {step}, {seconds:.0f} s: test exact match {ev['exact_match']:.4f}", flush=True)
+
             r, wall = timed(lambda: train(cfg, corpus=corpus, device=device, precision=precision,
-                                          max_seconds=args.seconds, progress=False))
+                                          max_seconds=args.seconds, progress=False, on_eval=score_test))
             trained["model"], h = r.model, r.history
             for stale in ("scores", "translations"):     # a merged record's, of an earlier model
                 record.pop(stale, None)
@@ -303,7 +312,7 @@ def main(argv=None) -> dict:
                 "tokens": h["tokens"], "tokens_per_s": h["tokens"] / h["seconds"],
                 "steps_per_s": h["step"][-1] / h["seconds"],
                 "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
-                "curves": curves(h)}
+                "curves": curves(h), "test_during_training": during}
             record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab),
                                 "tgt_vocab": len(corpus.tgt_vocab)}
         elif stage == "scores":      # 2. scores and translations of the model just trained
@@ -313,22 +322,22 @@ def main(argv=None) -> dict:
             record["scores"] = scores(model, corpus)
             record["translations"] = dict(zip(SENTENCES, translate(model, SENTENCES, corpus.src_vocab,
                                                                    corpus.tgt_vocab)))
-        elif stage == "kv_cache":    # 3. an untrained model of the same shape, 64 tokens, no early stop
+        elif stage == "sdpa":        # 3. cuDNN's attention off and on: the training loop's speed
+            record["sdpa_check"] = sdpa_check(small_cfg, device, small, precision,
+                                              steps=100 if not args.dry_run else 3)
+        elif stage == "kv_cache":    # 4. an untrained model of the same shape, 64 tokens, no early stop
             # (a dry run checks the code path, not the speed: 16 tokens, one timing)
             record["kv_cache"] = compare_decoding(d_model=cfg.d_model, n_heads=cfg.n_heads,
                                                   n_layers=cfg.n_layers, d_ff=cfg.d_ff,
                                                   batch=4 if args.dry_run else 32,
                                                   tokens=16 if args.dry_run else 64, beam_size=4,
                                                   repeat=1 if args.dry_run else 3, device=device)
-        elif stage == "fp16":        # 4. the T4's path
+        elif stage == "fp16":        # 5. the T4's path
             record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
-        elif stage == "ch11":        # 5. decoder-only against encoder–decoder, same parameters, same time
+        elif stage == "ch11":        # 6. decoder-only against encoder–decoder, same parameters, same time
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
-        elif stage == "resume":      # 6. a checkpoint carries the GPU's random state
+        elif stage == "resume":      # 7. a checkpoint carries the GPU's random state
             record["resume_check"] = resume_check(small_cfg, device, small, steps=40 if not args.dry_run else 4)
-        elif stage == "sdpa":        # 7. cuDNN's attention off and on: the training loop's speed
-            record["sdpa_check"] = sdpa_check(small_cfg, device, small, precision,
-                                              steps=100 if not args.dry_run else 3)
         elif stage == "benchmarks":  # 8. every benchmark of python -m benchmarks (appendix A's GPU rows)
             record["benchmarks"] = run_all(quick=args.dry_run, device=device,
                                            repeat=1 if args.dry_run else None)

@@ -17,7 +17,7 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "kv_cache", "fp16", "ch11", "resume", "sdpa",
+    assert saved["stages_done"] == ["train", "scores", "sdpa", "kv_cache", "fp16", "ch11", "resume",
                                    "benchmarks", "compile"]
     times = saved["stage_seconds"]                             # to plan the device's 15 minutes
     assert list(times) == saved["stages_done"] and min(times.values()) >= 0 and sum(times.values()) > 0
@@ -30,6 +30,10 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     assert run["budget_seconds"] == GPU_SECONDS and run["cudnn_attention"] is False
     assert saved["ch11"]["cudnn_attention"] is False
     assert len(run["curves"]["loss"]) == 12 and saved["machine"]["torch"]
+    during = run["test_during_training"]                       # when the run reached its score
+    assert [d["step"] for d in during] == [6, 12]
+    assert 0 < during[0]["train_seconds"] < during[1]["train_seconds"] <= run["train_seconds"]
+    assert during[-1]["exact_match"] == saved["scores"]["test_greedy"]["exact_match"]
     for split in ("test", "longer", "deeper"):
         for decoder in ("greedy", "beam4"):
             assert 0 <= saved["scores"][f"{split}_{decoder}"]["exact_match"] <= 1

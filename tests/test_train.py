@@ -67,6 +67,25 @@ def test_resume_continues_the_same_loss_curve(corpus, tmp_path):
     assert resumed.history["loss"] == pytest.approx(straight, rel=1e-5)
 
 
+def test_on_eval_sees_every_evaluation_and_its_time_is_not_training_time(corpus, monkeypatch):
+    import tf_tutorial.train as train_module
+    clock = [0.0]                      # a clock that only on_eval moves: training takes no time
+    monkeypatch.setattr(train_module.time, "perf_counter", lambda: clock[0])
+    calls = []
+
+    def on_eval(step, model, seconds):
+        assert isinstance(model, Transformer) and not model.training   # right after validation
+        calls.append((step, seconds))
+        clock[0] += 100.0              # scoring the test split takes 100 s
+    cfg = dataclasses.replace(TINY, eval_every=5)
+    h = train(cfg, corpus=corpus, progress=False, max_seconds=50, on_eval=on_eval).history
+    # the 100 s after each evaluation neither ends the 50 s budget nor counts as training
+    assert calls == [(s, 0.0) for s in range(5, 41, 5)] and h["step"][-1] == 40
+    assert h["seconds"] == 0.0
+    with pytest.raises(TypeError, match="^on_eval must be a function .* but got int$"):
+        train(cfg, corpus=corpus, progress=False, on_eval=3)
+
+
 def test_on_a_gpu_the_checkpoint_also_keeps_the_gpus_random_state(monkeypatch):
     # dropout on a GPU draws from the GPU's generator: without its state a resumed run
     # would reuse the dropout masks of steps 1, 2, 3, ... (no GPU here: the calls are spied)

@@ -413,7 +413,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
           corpus: Corpus | None = None, compile: bool | str = False,
           progress: bool = True, max_steps: int | None = None,
           precision: str = "auto",
-          max_seconds: float | None = None) -> TrainResult:
+          max_seconds: float | None = None, on_eval=None) -> TrainResult:
     """按 ``cfg`` 训练模型，返回模型、语料和记录下的曲线。
 
     Train ``cfg`` and return the model, the corpus and the recorded curves.
@@ -426,8 +426,14 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     ``cfg.steps``); used to show resuming. ``max_seconds`` stops once that much
     training time has passed (a time budget). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests
-    use "aot_eager").
+    use "aot_eager"). ``on_eval(step, model, seconds)`` is called after every
+    evaluation, ``seconds`` being the training time so far (``scripts/gpu_run.py``
+    scores the test split there); the time it takes is left out of the training
+    time and of ``max_seconds``.
     """
+    if on_eval is not None and not callable(on_eval):
+        raise TypeError(f"on_eval must be a function (step, model, seconds), "
+                        f"but got {type(on_eval).__name__}")
     if max_steps is not None:
         require_sizes(max_steps=max_steps)
     if max_seconds is not None:
@@ -477,21 +483,27 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     bar = _progress(progress and rank == 0, initial=step, total=stop,
                     desc=f"train[{cfg.name}]")
     losses = []  # on the device; copied to the host in groups (one sync each)
+    paused = 0.0  # seconds spent in on_eval: not training time
 
     def evaluate_now():
+        nonlocal paused
         history["loss"] += [x.item() for x in losses]
         losses.clear()
         vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
         history["eval_step"].append(step)
         history["valid_loss"].append(vl)
         history["valid_acc"].append(va)
+        if on_eval is not None:
+            began = time.perf_counter()
+            on_eval(step, model, history["seconds"] + began - start - paused)
+            paused += time.perf_counter() - began
 
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
     with varying_shapes():   # batches of many shapes: no cuDNN attention
         for src, tgt in stream:
-            if step >= stop or (max_seconds is not None
-                                and time.perf_counter() - start > max_seconds):
+            if step >= stop or (max_seconds is not None and time.perf_counter()
+                                - start - paused > max_seconds):
                 break
             # counted on the host: no sync
             history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())
@@ -518,7 +530,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
             evaluate_now()
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    history["seconds"] += time.perf_counter() - start
+    history["seconds"] += time.perf_counter() - start - paused
     if world > 1:
         sums = [None] * world
         dist.all_gather_object(sums, _checksum(model))
