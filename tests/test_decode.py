@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from tf_tutorial.decode import (attention_maps, beam_search, decode_step, greedy_decode, length_penalty, strip,
-                                translate)
+from tf_tutorial.decode import (attention_maps, beam_search, decode_step, greedy_decode, length_penalty, log_prob,
+                                strip, translate)
 from tf_tutorial.corpus.data import Vocab
 from tf_tutorial.model import Transformer, TransformerConfig
 
@@ -238,6 +238,20 @@ def test_decoding_rejects_bad_sources_and_ids_by_name(model, src):
     with pytest.raises(ValueError, match="eos_id=27 is out of range"):
         beam_search(model, src, eos_id=27)
     assert greedy_decode(model, src, eos_id=-1, max_len=5).shape == (3, 5)   # never stops early
+
+
+def test_a_source_on_another_device_than_the_model_is_refused_with_the_fix(model, src):
+    # a model on a GPU and ids built on the CPU, played by the CPU and the meta device
+    elsewhere = src.to("meta")
+    for call in (lambda: greedy_decode(model, elsewhere), lambda: beam_search(model, elsewhere),
+                 lambda: log_prob(model, elsewhere, src), lambda: attention_maps(model, elsewhere, src)):
+        with pytest.raises(ValueError, match=r"^src is on meta, but the model is on cpu: move it first "
+                                             r"\(src.to\('cpu'\)\)$"):
+            call()
+    with pytest.raises(ValueError, match="^ids is on meta, but the model is on cpu"):
+        log_prob(model, src, elsewhere)
+    with pytest.raises(ValueError, match="^tgt_in is on meta, but the model is on cpu"):
+        attention_maps(model, src, elsewhere)
 
 
 @pytest.mark.parametrize("decode", [greedy_decode, beam_search], ids=["greedy", "beam"])

@@ -58,6 +58,16 @@ def _in_eval_mode(fn):
     return run
 
 
+def _require_model_device(model: Transformer, **tensors) -> None:
+    """Each tensor must be on the model's device: a source built on the CPU
+    for a model on a GPU is refused by name, with the fix."""
+    dev = model.out.weight.device
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.device != dev:
+            raise ValueError(f"{name} is on {t.device}, but the model is on "
+                             f"{dev}: move it first ({name}.to({str(dev)!r}))")
+
+
 def _max_len(model: Transformer, src: torch.Tensor,
              max_len) -> tuple[int, torch.Tensor]:
     """The number of steps to run, and each sentence's own limit (B,).
@@ -68,6 +78,7 @@ def _max_len(model: Transformer, src: torch.Tensor,
     other sentences in the batch.
     """
     require_ids(src, "src", lead="B, S")
+    _require_model_device(model, src=src)
     limit, B = model.config.max_len - 1, src.shape[0]
     if max_len is None:
         real = (src != model.config.pad_id).sum(1)
@@ -263,6 +274,7 @@ def log_prob(model: Transformer, src: torch.Tensor,
     for the reference and for a wrong output tells a search error from a model
     error.
     """
+    _require_model_device(model, src=src, ids=ids)
     c = model.config
     tgt_in = torch.cat([torch.full_like(ids[:, :1], c.bos_id), ids[:, :-1]],
                        dim=1)                             # (B, L)
@@ -326,6 +338,7 @@ def attention_maps(model: Transformer, src: torch.Tensor,
 
     Returns {"self": [(B, H, T, T)] * N, "cross": [(B, H, T, S)] * N}.
     """
+    _require_model_device(model, src=src, tgt_in=tgt_in)
     memory, src_mask = model.encode(src)
     _, maps = model.decode(tgt_in, memory, src_mask, return_weights=True)
     return maps
