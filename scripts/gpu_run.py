@@ -39,6 +39,7 @@ from pathlib import Path
 
 import torch
 
+from tf_tutorial.book.records import record_json
 from tf_tutorial.timing.clock import describe_machine, timed
 from tf_tutorial.timing.compare import compare_decoding, run_all
 from tf_tutorial.corpus.data import make_corpus
@@ -227,22 +228,11 @@ def start_record(merge: Path | None, dry_run: bool, machine: dict, precision: st
     return record
 
 
-def finite(value):
-    """The record with every NaN or infinity as None: strict JSON has no token for them."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [finite(v) for v in value]
-    return value
-
-
 def write_record(path: Path, record: dict) -> None:
     """Write the record whole or not at all: a call killed by its time limit mid-write keeps the last
     complete record (a temporary file, then an atomic rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(finite(record), ensure_ascii=False, indent=1, allow_nan=False) + "\n",
+    tmp.write_text(record_json(record),
                    encoding="utf-8")
     os.replace(tmp, path)
 

@@ -174,6 +174,17 @@ def test_the_record_is_strict_json_written_whole(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["gpu.json"]        # no temporary file left
 
 
+def test_every_record_is_strict_json(tmp_path):
+    """save_record (the calibration scripts, the benchmarks) writes NaN and infinities as null too."""
+    from tf_tutorial.book.records import save_record
+    path = save_record("x.json", {"runs": {"diverged": {"valid_loss": float("nan"), "gap": float("inf")}}},
+                       tmp_path)
+    strict = json.loads(path.read_text(encoding="utf-8"),
+                        parse_constant=lambda c: pytest.fail(f"{c} is not strict JSON"))
+    assert strict == {"runs": {"diverged": {"valid_loss": None, "gap": None}}}
+    assert load_record("x.json", tmp_path) == strict
+
+
 def test_the_sdpa_stage_measures_cudnn_on_and_leaves_training_with_it_off(monkeypatch):
     """The stage lets train() use cuDNN's attention for its two 'cudnn' runs only, and puts the
     switch back even when a run fails."""

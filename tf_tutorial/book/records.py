@@ -9,6 +9,7 @@ A record is never a dry run (``scripts.gpu_run --dry-run``) or a quick run
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 
@@ -49,8 +50,29 @@ def load_record(name: str, folder=None) -> dict | None:
     return record
 
 
+def _finite(value):
+    """``value`` with every NaN or infinity as None: strict JSON has no token for them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def record_json(record: dict) -> str:
+    """一份记录的 JSON 文本：严格的 JSON，NaN 和无穷写成 null（例如一次发散了的训练的损失）。
+
+    Python's ``json`` would write them as ``NaN`` and ``Infinity``, which other JSON readers refuse.
+    """
+    return json.dumps(_finite(record), ensure_ascii=False, indent=1, allow_nan=False) + "\n"
+
+
 def save_record(name: str, record: dict, folder=None) -> Path:
     """把一份记录写成 ``folder/name``（默认是 :func:`records_folder`），返回路径。
+
+    Written by :func:`record_json`: strict JSON, NaN and infinities as null.
 
     Raises:
         TypeError: ``record`` is not a dict.
@@ -65,7 +87,7 @@ def save_record(name: str, record: dict, folder=None) -> Path:
     out = Path(folder) if folder is not None else records_folder()
     out.mkdir(parents=True, exist_ok=True)
     path = out / name
-    path.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+    path.write_text(record_json(record), encoding="utf-8")
     return path
 
 
