@@ -14,7 +14,10 @@ uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``
 loop's speed with PyTorch's cuDNN attention off and on (``sdpa``: why training turns it off), every
 benchmark of ``python -m benchmarks`` on the GPU (its rows join the CPU record on appendix A),
 and chapter 11's comparison at the GPU configuration's size: the encoder–decoder against a
-decoder-only model with as many parameters, the same time each (``--ch11-seconds``). Commit the
+decoder-only model with as many parameters, the same time each (``--ch11-seconds``). With
+``--variant batch_tokens=25000`` (any fields of the configuration), the ``variant`` stage also trains
+the recipe with that change for ``--variant-seconds``, scoring the test split as it goes, to set beside
+the main run at equal time (``variants`` in the record). Commit the
 file as book/records/gpu.json; chapters 10 and 11 and appendix A render it. The stages run in
 the order of ``STAGES``, what the book needs most first,
 and the record keeps each one's seconds (``stage_seconds``): a device call cut short by its time
@@ -74,6 +77,60 @@ def scores(model, corpus, beam_sizes=(1, 4)) -> dict:
                 "seconds": seconds, "by_phenomenon": ev["by_phenomenon"], "errors": wrong[:12]}
             print(split, beam, f"{ev['exact_match']:.4f}", f"{ev['bleu']:.2f}", flush=True)
     return out
+
+
+def test_scorer(corpus, during: list):
+    """An ``on_eval`` for ``train``: scores the test split (greedy) after every evaluation and appends
+    {step, train_seconds, exact_match, bleu} to ``during``: when a run reached its score."""
+    def score_test(step, model, seconds):
+        ev = evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
+        during.append({"step": step, "train_seconds": seconds, "exact_match": ev["exact_match"],
+                       "bleu": ev["bleu"]})
+        print(f"step {step}, {seconds:.0f} s: test exact match {ev['exact_match']:.4f}", flush=True)
+    return score_test
+
+
+def overrides(text: str) -> dict:
+    """``--variant``: ``batch_tokens=25000,dropout=0`` → fields of the ``gpu`` configuration, typed as
+    the configuration types them."""
+    # not name, seed or n_train: the variant trains on the main run's corpus
+    fields = [f.name for f in dataclasses.fields(CONFIGS["gpu"]) if f.name not in ("name", "seed", "n_train")]
+    out = {}
+    for item in filter(None, (x.strip() for x in text.split(","))):
+        name, eq, value = item.partition("=")
+        if not eq or name not in fields:
+            raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME=VALUE pairs, NAME one of "
+                                             f"{', '.join(fields)}; got {item!r}")
+        now = getattr(CONFIGS["gpu"], name)
+        kind = int if now is None else type(now)                # batch_tokens may be None: an int
+        try:
+            if kind is bool and value.lower() not in ("true", "false"):
+                raise ValueError
+            out[name] = (value.lower() == "true" if kind is bool
+                         else None if value == "None" else kind(value))
+        except ValueError:
+            what = {bool: "true or false", int: "an integer", float: "a number"}[kind]
+            raise argparse.ArgumentTypeError(f"--variant: {name}={value!r} is not {what}") from None
+    if not out:
+        raise argparse.ArgumentTypeError(f"--variant {text!r}: expected at least one NAME=VALUE")
+    try:                             # refused now, not after the main run's minutes
+        dataclasses.replace(CONFIGS["gpu"], **out)
+    except (ValueError, TypeError) as err:
+        raise argparse.ArgumentTypeError(f"--variant {text!r}: {err}") from None
+    return out
+
+
+def variant_run(cfg, corpus, device: str, precision: str, seconds: float, changes: dict) -> dict:
+    """The ``gpu`` configuration with ``changes``, trained for ``seconds`` on the same corpus, the test
+    split scored after every evaluation: set beside the main run's ``test_during_training`` at equal
+    time, it says whether the change reaches a score sooner."""
+    vcfg = dataclasses.replace(cfg, **changes)          # refused by TrainConfig if out of range
+    during = []
+    h = train(vcfg, corpus=corpus, device=device, precision=precision, max_seconds=seconds,
+              progress=False, on_eval=test_scorer(corpus, during)).history
+    return {"changes": changes, "budget_seconds": seconds, "cudnn_attention": train_module.CUDNN_ATTENTION,
+            "steps": h["step"][-1], "train_seconds": h["seconds"], "tokens_per_s": h["tokens"] / h["seconds"],
+            "steps_per_s": h["step"][-1] / h["seconds"], "test_during_training": during}
 
 
 def fp16_check(cfg, device: str, corpus, steps: int = 200) -> dict:
@@ -193,10 +250,11 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
-STAGES = ("train", "scores", "sdpa", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
+STAGES = ("train", "scores", "sdpa", "variant", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
 """In the order they run: what the book needs most comes first, so a run cut short by the device's
 time limit still leaves chapter 10's row, then whether cuDNN's attention is what slowed the first
-record's training (``sdpa``); ``compile`` (minutes of compiling) comes last."""
+record's training (``sdpa``), and a change of the recipe when one is asked for (``variant``);
+``compile`` (minutes of compiling) comes last."""
 
 
 def stage_list(text: str) -> list[str]:
@@ -245,8 +303,13 @@ def main(argv=None) -> dict:
     p.add_argument("--compile-steps", type=int, default=300)
     p.add_argument("--ch11-seconds", type=float, default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
-    p.add_argument("--stages", type=stage_list, default=list(STAGES),
-                   help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order)")
+    p.add_argument("--variant", type=overrides, default=None, metavar="NAME=VALUE,...",
+                   help="the variant stage: train the gpu configuration with these changes (e.g. "
+                        "batch_tokens=25000) for --variant-seconds, scoring the test split as it goes")
+    p.add_argument("--variant-seconds", type=float, default=120.0)
+    p.add_argument("--stages", type=stage_list, default=None,
+                   help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order; "
+                        "variant only with --variant)")
     p.add_argument("--merge", type=Path, default=None,
                    help="add this run's stages to an earlier record of the same machine (e.g. "
                         "book/records/gpu.json), so a second device call can finish what the first left")
@@ -256,7 +319,14 @@ def main(argv=None) -> dict:
     p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
     args = p.parse_args(argv)
     began = time.monotonic()        # the device call's wall clock, not a measurement
-    stages = [s for s in args.stages if s != "ch11" or args.ch11_seconds > 0]
+    if args.stages is None:          # by default every stage, the variant only with --variant
+        args.stages = list(STAGES)
+    elif "variant" in args.stages and args.variant is None:
+        p.error("--stages variant: say which change to try with --variant NAME=VALUE,...")
+    if args.variant is not None and args.variant_seconds <= 0:
+        p.error(f"--variant-seconds must be positive, but got {args.variant_seconds:g}")
+    stages = [s for s in args.stages if (s != "ch11" or args.ch11_seconds > 0)
+              and (s != "variant" or args.variant is not None)]
     if args.dry_run:
         device, name, precision = "cpu", "tiny", "bf16"
         cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)
@@ -267,7 +337,7 @@ def main(argv=None) -> dict:
         if not torch.cuda.is_available():
             raise SystemExit("scripts.gpu_run needs a CUDA GPU (or --dry-run on a CPU)")
         device, name, precision, cfg = "cuda", "gpu", "auto", CONFIGS["gpu"]
-        corpus = make_corpus(cfg.n_train, seed=cfg.seed) if {"train", "ch11"} & set(stages) else None
+        corpus = make_corpus(cfg.n_train, seed=cfg.seed) if {"train", "ch11", "variant"} & set(stages) else None
         small = make_corpus(20_000, n_valid=200, n_test=10, n_longer=5, n_deeper=5, seed=cfg.seed)
     dev = torch.device(device)
     small_cfg = dataclasses.replace(cfg, n_train=len(small.train))
@@ -282,15 +352,9 @@ def main(argv=None) -> dict:
             if dev.type == "cuda":
                 torch.cuda.reset_peak_memory_stats()
             during = []              # the test split's score at every evaluation, greedy
-
-            def score_test(step, model, seconds):
-                ev = evaluate(model, corpus.test, corpus.src_vocab, corpus.tgt_vocab)
-                during.append({"step": step, "train_seconds": seconds, "exact_match": ev["exact_match"],
-                               "bleu": ev["bleu"]})
-                print(f"step {step}, {seconds:.0f} s: test exact match {ev['exact_match']:.4f}", flush=True)
-
             r, wall = timed(lambda: train(cfg, corpus=corpus, device=device, precision=precision,
-                                          max_seconds=args.seconds, progress=False, on_eval=score_test))
+                                          max_seconds=args.seconds, progress=False,
+                                          on_eval=test_scorer(corpus, during)))
             trained["model"], h = r.model, r.history
             for stale in ("scores", "translations"):     # a merged record's, of an earlier model
                 record.pop(stale, None)
@@ -315,23 +379,27 @@ def main(argv=None) -> dict:
         elif stage == "sdpa":        # 3. cuDNN's attention off and on: the training loop's speed
             record["sdpa_check"] = sdpa_check(small_cfg, device, small, precision,
                                               steps=100 if not args.dry_run else 3)
-        elif stage == "kv_cache":    # 4. an untrained model of the same shape, 64 tokens, no early stop
+        elif stage == "variant":     # 4. the recipe with --variant's changes, the same corpus
+            name = ",".join(f"{k}={v}" for k, v in args.variant.items())
+            record.setdefault("variants", {})[name] = variant_run(cfg, corpus, device, precision,
+                                                                  args.variant_seconds, args.variant)
+        elif stage == "kv_cache":    # 5. an untrained model of the same shape, 64 tokens, no early stop
             # (a dry run checks the code path, not the speed: 16 tokens, one timing)
             record["kv_cache"] = compare_decoding(d_model=cfg.d_model, n_heads=cfg.n_heads,
                                                   n_layers=cfg.n_layers, d_ff=cfg.d_ff,
                                                   batch=4 if args.dry_run else 32,
                                                   tokens=16 if args.dry_run else 64, beam_size=4,
                                                   repeat=1 if args.dry_run else 3, device=device)
-        elif stage == "fp16":        # 5. the T4's path
+        elif stage == "fp16":        # 6. the T4's path
             record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
-        elif stage == "ch11":        # 6. decoder-only against encoder–decoder, same parameters, same time
+        elif stage == "ch11":        # 7. decoder-only against encoder–decoder, same parameters, same time
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
-        elif stage == "resume":      # 7. a checkpoint carries the GPU's random state
+        elif stage == "resume":      # 8. a checkpoint carries the GPU's random state
             record["resume_check"] = resume_check(small_cfg, device, small, steps=40 if not args.dry_run else 4)
-        elif stage == "benchmarks":  # 8. every benchmark of python -m benchmarks (appendix A's GPU rows)
+        elif stage == "benchmarks":  # 9. every benchmark of python -m benchmarks (appendix A's GPU rows)
             record["benchmarks"] = run_all(quick=args.dry_run, device=device,
                                            repeat=1 if args.dry_run else None)
-        elif stage == "compile":     # 9. torch.compile against eager on the same batches
+        elif stage == "compile":     # 10. torch.compile against eager on the same batches
             record["compile_check"] = compile_check(small_cfg, device, small,
                                                     min(args.compile_steps, small_cfg.steps),
                                                     backend="aot_eager" if args.dry_run else "inductor")
@@ -340,7 +408,8 @@ def main(argv=None) -> dict:
     # (2026-12-04, stage_seconds) took train: its budget + 19, scores 7, kv_cache 6, fp16 39,
     # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa is planned
     needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20,
-             "ch11": 2 * args.ch11_seconds + 40, "sdpa": 90, "benchmarks": 120, "compile": 280}
+             "ch11": 2 * args.ch11_seconds + 40, "variant": args.variant_seconds + 40, "sdpa": 90,
+             "benchmarks": 120, "compile": 280}
     for stage in stages:             # each stage is written as soon as it is done
         left = None if args.deadline is None else args.deadline - (time.monotonic() - began)
         if left is not None and needs[stage] > left:

@@ -217,3 +217,36 @@ def test_the_sdpa_stage_measures_cudnn_on_and_leaves_training_with_it_off(monkey
     with pytest.raises(RuntimeError):
         G.sdpa_check(cfg, "cpu", corpus, "auto", steps=2)
     assert T.CUDNN_ATTENTION is False
+
+
+def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
+    from scripts.gpu_run import main
+    record = main([str(tmp_path), "--dry-run", "--stages", "train,variant", "--variant",
+                   "dropout=0,batch_size=16,norm_first=true"])
+    assert record["stages_done"] == ["train", "variant"]
+    v = record["variants"]["dropout=0.0,batch_size=16,norm_first=True"]
+    assert v["changes"] == {"dropout": 0.0, "batch_size": 16, "norm_first": True}
+    assert v["steps"] == 12 and [d["step"] for d in v["test_during_training"]] == [6, 12]
+    assert v["budget_seconds"] == 120.0 and v["cudnn_attention"] is False
+    # the main run is untouched by the variant: a different recipe, a different run
+    assert record["run"]["config"]["dropout"] > 0 and record["run"]["config"]["norm_first"] is False
+    assert "variants" not in main([str(tmp_path / "plain"), "--dry-run", "--stages", "train"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--stages", "variant"], "--stages variant: say which change to try with --variant"),
+    (["--variant", "colour=red"], "expected NAME=VALUE pairs, NAME one of d_model, .*; got 'colour=red'"),
+    (["--variant", "n_train=5"], "got 'n_train=5'"),             # the variant shares the main corpus
+    (["--variant", "dropout"], "got 'dropout'"),
+    (["--variant", "d_model=wide"], "d_model='wide' is not an integer"),
+    (["--variant", "norm_first=yes"], "norm_first='yes' is not true or false"),
+    (["--variant", ","], "expected at least one NAME=VALUE"),
+    (["--variant", "lr_scale=-1"], "need lr_scale > 0"),                    # TrainConfig's own checks
+    (["--variant", "dropout=1.5"], r"dropout must be in \[0, 1\), but got 1.5"),
+    (["--variant", "dropout=0", "--variant-seconds", "0"], "--variant-seconds must be positive, but got 0"),
+])
+def test_bad_variants_are_refused_by_name(args, message, capsys):
+    from scripts.gpu_run import main
+    with pytest.raises(SystemExit):
+        main(["out", "--dry-run", *args])
+    assert re.search(message, capsys.readouterr().err)

@@ -143,6 +143,17 @@ def test_train_refuses_limits_it_would_ignore(corpus, limits, message, monkeypat
         train(TINY, corpus=corpus, progress=False, **limits)
 
 
+@pytest.mark.parametrize("bad, message", [
+    (dict(lr_scale=0), "^need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got 0, 1.0, 0.1$"),
+    (dict(label_smoothing=1.0), "but got 1.0, 1.0, 1.0$"),
+    (dict(dropout=1.5), r"^dropout must be in \[0, 1\), but got 1.5$"),     # when configured, not at the model
+    (dict(d_model=0), "d_model"),
+])
+def test_a_bad_training_configuration_is_refused_when_made(bad, message):
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(TINY, **bad)
+
+
 def test_a_token_budget_too_small_for_a_sentence_is_refused_before_training(corpus, monkeypatch):
     import tf_tutorial.train as train_module
     monkeypatch.setattr(train_module, "train_step", lambda *a, **k: pytest.fail("trained"))

@@ -22,7 +22,7 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import require_positive, require_sizes
+from tf_tutorial._checks import require_dropout, require_positive, require_sizes
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -68,6 +68,7 @@ class TrainConfig:
             raise ValueError(
                 f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, "
                 f"but got {self.lr_scale}, {self.clip}, {self.label_smoothing}")
+        require_dropout(self.dropout)    # now, not when the model is built
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
