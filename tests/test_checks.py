@@ -21,6 +21,7 @@ from tf_tutorial.gpt import GPT, GPTConfig, generate, sample, sampling_probs
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.norm import LayerNorm, RMSNorm
+from tf_tutorial.residual import SublayerConnection
 from tf_tutorial.rope import rotate
 
 D = 12
@@ -47,6 +48,8 @@ CALLS = {
     "PositionwiseFeedForward": (lambda: PositionwiseFeedForward(D, 16)(ROWS), "x"),
     "SwiGLUFeedForward": (lambda: SwiGLUFeedForward(D, 16)(ROWS), "x"),
     "EncoderLayer": (lambda: EncoderLayer(D, 3, 16, 0.0)([ROWS]), "x"),
+    "SublayerConnection Post-LN": (lambda: SublayerConnection(D)(ROWS, lambda x: x), "x"),
+    "SublayerConnection Pre-LN": (lambda: SublayerConnection(D, norm_first=True)(ROWS, lambda x: x), "x"),
     "DecoderLayer memory": (lambda: DecoderLayer(D, 3, 16, 0.0)(torch.zeros(1, 2, D), [ROWS]),
                             "memory"),
     "Transformer src": (lambda: _transformer()(IDS, torch.ones(1, 2, dtype=torch.long)), "src"),

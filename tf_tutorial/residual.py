@@ -12,7 +12,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_dropout, require_flags
+from tf_tutorial._checks import require_dropout, require_flags, require_tensors
 from tf_tutorial.norm import LayerNorm
 
 
@@ -48,6 +48,7 @@ class SublayerConnection(nn.Module):
         Post-LN 算 LayerNorm(x + Sublayer(x))，
         Pre-LN 算 x + Sublayer(LayerNorm(x))。
         """
+        require_tensors(x=x)
         if self.norm_first:
             return x + self.dropout(sublayer(self.norm(x)))
         return self.norm(x + self.dropout(sublayer(x)))
