@@ -79,6 +79,13 @@ def scores(model, corpus, beam_sizes=(1, 4)) -> dict:
     return out
 
 
+def pace(history: dict) -> dict:
+    """A run's steps, training seconds, target tokens, and both rates, from ``train``'s history."""
+    steps, seconds = history["step"][-1], history["seconds"]
+    return {"steps": steps, "train_seconds": seconds, "tokens": history["tokens"],
+            "tokens_per_s": history["tokens"] / seconds, "steps_per_s": steps / seconds}
+
+
 def test_scorer(corpus, during: list):
     """An ``on_eval`` for ``train``: scores the test split (greedy) after every evaluation and appends
     {step, train_seconds, exact_match, bleu} to ``during``: when a run reached its score."""
@@ -129,8 +136,7 @@ def variant_run(cfg, corpus, device: str, precision: str, seconds: float, change
     h = train(vcfg, corpus=corpus, device=device, precision=precision, max_seconds=seconds,
               progress=False, on_eval=test_scorer(corpus, during)).history
     return {"changes": changes, "budget_seconds": seconds, "cudnn_attention": train_module.CUDNN_ATTENTION,
-            "steps": h["step"][-1], "train_seconds": h["seconds"], "tokens_per_s": h["tokens"] / h["seconds"],
-            "steps_per_s": h["step"][-1] / h["seconds"], "test_during_training": during}
+            **pace(h), "test_during_training": during}
 
 
 def fp16_check(cfg, device: str, corpus, steps: int = 200) -> dict:
@@ -290,8 +296,7 @@ def write_record(path: Path, record: dict) -> None:
     """Write the record whole or not at all: a call killed by its time limit mid-write keeps the last
     complete record (a temporary file, then an atomic rename)."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(record_json(record),
-                   encoding="utf-8")
+    tmp.write_text(record_json(record), encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -362,9 +367,7 @@ def main(argv=None) -> dict:
             record["run"] = {
                 "config": dataclasses.asdict(r.config), "parameters": count_parameters(r.model),
                 "budget_seconds": args.seconds, "cudnn_attention": train_module.CUDNN_ATTENTION,
-                "steps": h["step"][-1], "train_seconds": h["seconds"], "wall_seconds_with_data": wall,
-                "tokens": h["tokens"], "tokens_per_s": h["tokens"] / h["seconds"],
-                "steps_per_s": h["step"][-1] / h["seconds"],
+                **pace(h), "wall_seconds_with_data": wall,
                 "peak_memory_gb": (torch.cuda.max_memory_allocated() / 2**30 if dev.type == "cuda" else None),
                 "curves": curves(h), "test_during_training": during}
             record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab),
@@ -406,7 +409,8 @@ def main(argv=None) -> dict:
 
     # what a stage usually takes on one GPU (seconds, generous): the first H200 record
     # (2026-12-04, stage_seconds) took train: its budget + 19, scores 7, kv_cache 6, fp16 39,
-    # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa is planned
+    # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa and variant are
+    # not yet measured (variant: its budget, plus scoring and data, as train)
     needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20,
              "ch11": 2 * args.ch11_seconds + 40, "variant": args.variant_seconds + 40, "sdpa": 90,
              "benchmarks": 120, "compile": 280}
