@@ -339,3 +339,14 @@ def test_max_len_may_give_each_sentence_its_own_limit(model, src, decode):
                                          r"but got \[0, 9, 64\]$"):
         decode(model, src, max_len=[0, 9, 64])
 
+
+
+def test_max_len_is_the_third_argument_and_the_ids_are_keyword_only(model, src):
+    """greedy_decode(model, src, 10) is a length, not a start token; the ids cannot be given by place."""
+    assert greedy_decode(model, src, 4).shape[1] == 4
+    assert torch.equal(greedy_decode(model, src, 6), greedy_decode(model, src, max_len=6))
+    assert torch.equal(beam_search(model, src, 3, 6), beam_search(model, src, beam_size=3, max_len=6))
+    with pytest.raises(TypeError, match="positional argument"):
+        greedy_decode(model, src, 6, 1)
+    with pytest.raises(TypeError, match="positional argument"):
+        beam_search(model, src, 3, 6, 0.6)

@@ -128,6 +128,30 @@ def test_cache_in_chunks_equals_the_full_forward():
     assert torch.allclose(torch.cat(parts, 1), full, atol=1e-12, rtol=0)
 
 
+def test_the_cache_masks_pad_keys_as_the_full_forward_does():
+    """A prompt drawn with torch.randint(0, V, ...) may hold <pad>: both paths must hide it."""
+    m = _model()
+    with torch.no_grad():
+        m.embed.table.weight.mul_(4)                           # sharp enough for greedy to differ
+    tokens = torch.tensor([[5, PAD, 7, 9, PAD, 11], [PAD, 3, 4, PAD, 6, 8]])
+    full = m(tokens)
+    for chunks in (((0, 6),), ((0, 1), (1, 2), (2, 6)), ((0, 3), (3, 4), (4, 5), (5, 6))):
+        cache = m.new_cache()
+        parts = torch.cat([m(tokens[:, a:b], cache) for a, b in chunks], 1)
+        assert torch.allclose(parts, full, atol=1e-12, rtol=0)
+    cache = m.new_cache()                      # a reordered cache keeps each row's pad positions
+    m(tokens, cache)
+    cache.reorder(torch.tensor([1, 1, 0]))
+    step = m(torch.tensor([[12], [13], [14]]), cache)[:, -1]
+    redo = m(torch.cat([tokens[[1, 1, 0]], torch.tensor([[12], [13], [14]])], 1))[:, -1]
+    assert torch.allclose(step, redo, atol=1e-12, rtol=0)
+    for seed in range(5):
+        a = generate(m, tokens, 8, generator=torch.Generator().manual_seed(seed))
+        b = generate(m, tokens, 8, generator=torch.Generator().manual_seed(seed), use_cache=False)
+        assert torch.equal(a, b)
+    assert torch.equal(generate(m, tokens, 8, top_k=1), generate(m, tokens, 8, top_k=1, use_cache=False))
+
+
 def test_tied_output_and_parameter_count():
     m = _model()
     assert m.out.weight is m.embed.table.weight
@@ -437,6 +461,8 @@ def test_bad_lengths(prompt, lengths, message):
     (torch.ones(1, 3), 3, "prompt: expected integer ids .*torch.float32"),
     (torch.ones(1, 1, 3, dtype=torch.long), 3, r"prompt: expected integer ids .*\(1, 1, 3\)"),
     (torch.ones(1, 3, dtype=torch.long), -1, "max_new_tokens must be an integer >= 0, but got -1"),
+    (torch.tensor([[3, 29]]), 3, "^prompt: token id 29 is out of range for vocab_size=29$"),
+    (torch.tensor([[-1, 3]]), 3, "^prompt: token id -1 is out of range"),
 ])
 def test_bad_generate_arguments(prompt_, n, message):
     with pytest.raises(ValueError, match=message):
@@ -458,6 +484,8 @@ def test_tokens_past_max_len_are_named_for_every_kind_of_position(positions):
     assert m(torch.ones(1, 4, dtype=torch.long), cache=cache).shape == (1, 4, V)
     with pytest.raises(ValueError, match=r"^tokens: expected at least one token, but got shape \(1, 0\)$"):
         m(torch.ones(1, 0, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^tokens: token id 29 is out of range for vocab_size=29$"):
+        m(torch.tensor([[3, 29]]))
 
 
 @pytest.mark.parametrize("kw, message", [
@@ -640,12 +668,13 @@ def test_switch_validation(kw, message):
         GPTConfig(**{**SMALL, **kw})
 
 
-@pytest.mark.parametrize("T", [1e-30, 1e-40, 1e-45])
-def test_a_vanishing_temperature_is_argmax_not_nan(T):
-    z = torch.tensor([[2.0, 1.0, 0.5], [-1.0, 3.0, float("-inf")]])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("T", [1e-30, 1e-40, 1e-45, 1e-46, 1e-300, 5e-324])   # float32 has no 1e-46
+def test_a_vanishing_temperature_is_argmax_not_nan(T, dtype):
+    z = torch.tensor([[2.0, 1.0, 0.5], [-1.0, 3.0, float("-inf")]], dtype=dtype)
     p = sampling_probs(z, temperature=T)
     assert not p.isnan().any()
-    assert torch.equal(p, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]))
+    assert torch.equal(p, torch.tensor([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=dtype))
     assert torch.equal(sample(z, temperature=T), torch.tensor([0, 1]))
 
 

@@ -38,6 +38,8 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
         for decoder in ("greedy", "beam4"):
             assert 0 <= saved["scores"][f"{split}_{decoder}"]["exact_match"] <= 1
     assert saved["kv_cache"]["same_tokens"] is True
+    assert saved["kv_cache"]["sizes"] == {"batch": 4, "tokens": 16, "beam_size": 4, "src_len": 20,
+                                          "vocab": 1000}     # the sizes the book states, recorded
     assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
     resume = saved["resume_check"]                             # stopped after 2 of 4 steps, with dropout
     assert resume["resumed_at"] == 2 and resume["dropout"] > 0
@@ -250,3 +252,20 @@ def test_bad_variants_are_refused_by_name(args, message, capsys):
     with pytest.raises(SystemExit):
         main(["out", "--dry-run", *args])
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_progress_within_compares_two_runs_at_equal_time():
+    from tf_tutorial.book.records import progress_within
+    during = [{"step": s, "train_seconds": t, "exact_match": em, "bleu": 0.0}
+              for s, t, em in [(500, 30.0, 0.90), (1000, 60.0, 0.985), (1500, 90.0, 0.992),
+                               (2000, 120.0, 0.992), (2500, 150.0, 0.99)]]
+    whole = progress_within(during)
+    assert whole["best"]["step"] == 1500 and whole["first_hit"]["step"] == 1500   # the first of a tie
+    assert whole["evaluations"] == 5
+    early = progress_within(during, seconds=89.0)           # the 90 s evaluation came too late
+    assert early["best"]["step"] == 1000 and early["first_hit"] is None and early["evaluations"] == 2
+    assert progress_within(during, seconds=90.0)["first_hit"]["step"] == 1500
+    assert progress_within(during, target=0.95)["first_hit"]["step"] == 1000
+    assert progress_within(during, seconds=10.0) is None and progress_within([]) is None
+    with pytest.raises(ValueError, match=r"target=99 must be in \(0, 1\]"):
+        progress_within(during, target=99)

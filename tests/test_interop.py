@@ -30,15 +30,54 @@ def test_unsupported_module_names_what_is_supported():
 
 
 
-@pytest.mark.parametrize("layer", [nn.TransformerEncoderLayer, nn.TransformerDecoderLayer])
-def test_a_layer_without_biases_is_refused_by_name(layer):
-    with pytest.raises(ValueError, match=r"expected a layer with biases .* but got bias=False"):
-        from_torch(layer(16, 4, 32, batch_first=True, bias=False))
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_a_stack_without_biases_computes_and_trains_as_torchs(kind, norm_first):
+    """bias=False: our layers hold biases of 0 that do not train, so outputs and weight gradients agree."""
+    torch.manual_seed(0)
+    if kind == "encoder":
+        layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, bias=False,
+                                           norm_first=norm_first)
+        ref = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(8, bias=False), enable_nested_tensor=False)
+    else:
+        layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, bias=False,
+                                           norm_first=norm_first)
+        ref = nn.TransformerDecoder(layer, 2, norm=nn.LayerNorm(8, bias=False))
+    ref = ref.double()
+    with torch.no_grad():                              # norms that are not the identity
+        for m in ref.modules():
+            if isinstance(m, nn.LayerNorm):
+                m.weight.uniform_(0.5, 1.5)
+    ours = from_torch(ref)
+    frozen = [n for n, p in ours.named_parameters() if not p.requires_grad]
+    assert frozen and all(n.endswith("bias") for n in frozen)
+    assert all((p == 0).all() for n, p in ours.named_parameters() if n in frozen)
+    x = torch.randn(2, 5, 8, dtype=torch.float64)
+    args = (x,) if kind == "encoder" else (x, torch.randn(2, 3, 8, dtype=torch.float64))
+    torch.testing.assert_close(ours(*args), ref(*args), rtol=0, atol=1e-12)
+    ours(*args).square().sum().backward()
+    ref(*args).square().sum().backward()
+    grads = {n: p.grad for n, p in ours.named_parameters() if p.requires_grad}
+    assert all(p.grad is None for n, p in ours.named_parameters() if n in frozen)
+    assert sum(g.norm() for g in grads.values()) > 0
+    torch.testing.assert_close(sum(g.square().sum() for g in grads.values()),
+                               sum(p.grad.square().sum() for p in ref.parameters()), rtol=1e-10, atol=0)
 
 
-def test_a_layer_norm_without_bias_says_so():
-    with pytest.raises(ValueError, match="bias=False"):
-        from_torch(nn.LayerNorm(4, bias=False))
+@pytest.mark.parametrize("options", [dict(bias=False), dict(elementwise_affine=False)])
+def test_a_layer_norm_without_bias_or_weight(options):
+    ref = nn.LayerNorm(4, eps=1e-3, **options)
+    ours = from_torch(ref)
+    x = torch.randn(3, 4) * 5 + 2
+    torch.testing.assert_close(ours(x), ref(x), rtol=0, atol=1e-6)
+    assert ours.eps == 1e-3 and not ours.bias.requires_grad
+    assert ours.weight.requires_grad == options.get("elementwise_affine", True)
+
+
+def test_a_layer_norm_over_two_dimensions_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"expected one normalised dimension, but got "
+                                         r"normalized_shape=\(3, 4\)"):
+        from_torch(nn.LayerNorm((3, 4)))
 
 
 def test_converting_leaves_the_callers_random_stream_alone():

@@ -75,8 +75,8 @@ def test_fused_and_written_out_paths_agree_in_value_and_gradient():
 @pytest.mark.parametrize("d_model", [0, -3, 2.0])
 def test_norms_need_a_positive_width(d_model):
     from tf_tutorial.norm import RMSNorm
-    for norm in (LayerNorm, RMSNorm):
-        with pytest.raises(ValueError, match=f"d_model must be a positive integer, but got {d_model!r}"):
+    for norm, name in ((LayerNorm, "d_model"), (RMSNorm, "d")):   # each names its own argument
+        with pytest.raises(ValueError, match=f"^{name} must be a positive integer, but got {d_model!r}"):
             norm(d_model)
 
 

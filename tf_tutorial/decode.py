@@ -127,8 +127,8 @@ def _ids(model: Transformer, bos_id, eos_id) -> tuple[int, int]:
 @torch.no_grad()
 @_in_eval_mode
 def greedy_decode(model: Transformer, src: torch.Tensor,
+                  max_len: int | None = None, *,
                   bos_id: int | None = None, eos_id: int | None = None,
-                  max_len: int | None = None,
                   use_cache: bool = True) -> torch.Tensor:
     """贪心解码：每一步取概率最大的词元，直到每个句子都生成了 EOS。
 
@@ -137,13 +137,13 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
 
     Args:
         src: (B, S) source ids, padded with the model's ``pad_id``.
-        bos_id, eos_id: default to the model's config (which takes them from
-            the vocabulary); ``eos_id=-1`` never stops early (timing runs that
-            write all ``max_len`` tokens).
         max_len: most tokens to generate: one int for every sentence, or one
             per sentence (a list or a (B,) tensor); default each sentence's
             length without padding plus 20. At most the model's max_len - 1.
             A sentence's output does not depend on the others in its batch.
+        bos_id, eos_id: keyword only; default to the model's config (which
+            takes them from the vocabulary); ``eos_id=-1`` never stops early
+            (timing runs that write all ``max_len`` tokens).
         use_cache: False recomputes the whole prefix each step (slow; for
             comparison).
     Returns:
@@ -183,9 +183,10 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
 @torch.no_grad()
 @_in_eval_mode
 def beam_search(model: Transformer, src: torch.Tensor,
-                beam_size: int = 4, alpha: float = 0.6,
+                beam_size: int = 4, max_len: int | None = None, *,
+                alpha: float = 0.6,
                 bos_id: int | None = None, eos_id: int | None = None,
-                max_len: int | None = None, use_cache: bool = True,
+                use_cache: bool = True,
                 trace: list | None = None) -> torch.Tensor:
     """束搜索：每步保留 k 个最可能的前缀，最后按长度归一化的得分选出最好的一个。
 
@@ -202,7 +203,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
     entry that adds ``length`` and the length-normalised ``score`` (B, k), from
     which the winner is picked.
     ``max_len`` as in :func:`greedy_decode`: a sentence at its own limit
-    stops, its beams frozen like finished ones.
+    stops, its beams frozen like finished ones. The arguments after it are
+    keyword only.
     Returns (B, L) like :func:`greedy_decode` (eval mode, the model's mode
     restored).
     """

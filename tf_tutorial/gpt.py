@@ -35,7 +35,7 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import check_shape, require_positive_ints
+from tf_tutorial.model import _embed, check_shape, require_positive_ints
 from tf_tutorial.multihead import GroupedQueryAttention, KVCache
 from tf_tutorial.norm import RMSNorm
 from tf_tutorial.residual import stack_norm
@@ -150,6 +150,8 @@ class GPTCache:
 
     def __init__(self, n_layers: int):
         self.layers = [KVCache() for _ in range(n_layers)]
+        # (B, t): which cached positions hold a token that is not <pad>
+        self.not_pad: torch.Tensor | None = None
 
     @property
     def length(self) -> int:
@@ -160,6 +162,8 @@ class GPTCache:
         """按 ``index`` 保留批里的这些行。"""
         for cache in self.layers:
             cache.reorder(index)
+        if self.not_pad is not None:
+            self.not_pad = self.not_pad[index]
 
 
 class GPTBlock(EncoderLayer):
@@ -232,8 +236,8 @@ class GPT(nn.Module):
         Keys that are ``pad_id`` are masked. With a ``cache``
         (:meth:`new_cache`), ``tokens`` holds only the new tokens, whose
         positions start where the cache ends; they see every cached position
-        (no padding mask then: generation never feeds <pad> before a live
-        token).
+        that is not <pad> (the cache remembers which are), so cached and
+        recomputed logits agree.
         ``return_weights=True`` also returns the weights, one (B, H, L, t + L)
         per block.
         ``keep``: boolean (B, L); when given, only the kept positions get
@@ -291,11 +295,16 @@ class GPT(nn.Module):
             mask = (causal_mask(L, tokens.device)
                     & padding_mask(tokens, self.config.pad_id))     # (B, L, L)
         else:
-            # one new token may see everything cached; several see the cache
-            # and their past
-            mask = (None if L == 1 else
-                    causal_mask(start + L, tokens.device)[start:])  # (L, t + L)
-        x = self.positions(self.embed(tokens), start)  # (B, L, D)
+            # the new tokens see the cached positions that are not <pad>, and
+            # their own past
+            new = tokens != self.config.pad_id                      # (B, L)
+            cache.not_pad = (new if cache.not_pad is None
+                             else torch.cat([cache.not_pad, new], 1))
+            mask = cache.not_pad[:, None, :]                # (B, 1, t + L)
+            if L > 1:
+                mask = mask & causal_mask(start + L, tokens.device)[start:]
+        x = _embed(self.embed, tokens, "tokens")       # (B, L, D)
+        x = self.positions(x, start)
         maps = []
         for i, block in enumerate(self.blocks):
             x = block(x, mask, None if cache is None else cache.layers[i],
@@ -345,8 +354,10 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     # float64 stays
     z = logits.to(torch.promote_types(logits.dtype, torch.float32))
     # shifted so the largest is 0: a tiny temperature sends the rest to -inf,
-    # not to nan
-    z = (z - z.amax(-1, keepdim=True)) / temperature
+    # not to nan; one below the dtype's smallest normal number acts as that
+    # number (in float32, 1e-46 would be 0, and 0 / 0 is nan)
+    t = max(temperature, torch.finfo(z.dtype).tiny)
+    z = (z - z.amax(-1, keepdim=True)) / t
     if top_k is not None and top_k < z.shape[-1]:
         values, index = z.topk(top_k, dim=-1)
         # exactly k tokens survive
@@ -459,6 +470,10 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
     (B, L), limit, pad_id = seq.shape, model.config.max_len, model.config.pad_id
     if L == 0:
         raise ValueError("prompt is empty: give at least one token to continue")
+    try:                                      # once here, not at every step
+        model.embed.check_ids(seq)
+    except ValueError as error:
+        raise ValueError(f"prompt: {error}") from None
     ends = _prompt_lengths(lengths, B, L)     # (B,) each row's prompt length
     longest = int(ends.max()) if B else L
     if longest > limit:

@@ -33,6 +33,11 @@ def from_torch(module: nn.Module) -> nn.Module:
     overwritten; that happens under :func:`torch.random.fork_rng`, so the
     caller's random stream is the same as if ``from_torch`` had not run.
 
+    A torch module without biases (``bias=False``), or a LayerNorm without
+    weights (``elementwise_affine=False``), becomes ours with biases of 0 and
+    weights of 1 that do not train (``requires_grad=False``): our layers always
+    have them, and so it computes, and trains, as the torch module does.
+
     PyTorch's ``nn.TransformerEncoder`` in eval mode without autograd may take
     its nested-tensor fast path, which writes zeros at padded positions; ours
     computes them like any other position. Compare real positions then, or
@@ -140,17 +145,12 @@ def convert_layer_norm(m: nn.LayerNorm) -> nn.Module:
     """把 ``nn.LayerNorm`` 换成本书的 ``LayerNorm``。"""
     from tf_tutorial.norm import LayerNorm
 
-    if (len(m.normalized_shape) != 1 or not m.elementwise_affine
-            or m.bias is None):
+    if len(m.normalized_shape) != 1:
         raise ValueError(f"from_torch(nn.LayerNorm): expected one normalised "
-                         f"dimension with weight and bias, but got "
-                         f"normalized_shape={m.normalized_shape}, "
-                         f"elementwise_affine={m.elementwise_affine}, "
-                         f"bias={m.bias is not None}")
+                         f"dimension, but got "
+                         f"normalized_shape={m.normalized_shape}")
     ours = _placed_like(LayerNorm(m.normalized_shape[0], eps=m.eps), m)
-    with torch.no_grad():
-        ours.weight.copy_(m.weight)
-        ours.bias.copy_(m.bias)
+    _copy_linear_norm([(ours, m)])
     return ours
 
 
@@ -169,11 +169,15 @@ def _activation_name(m: nn.Module) -> str:
 
 def _copy_linear_norm(pairs) -> None:
     """Copy weights and biases; a norm also takes its own ε (each of a torch
-    layer's norms may have been given another after construction)."""
+    layer's norms may have been given another after construction). A weight
+    or bias that torch's module lacks becomes 1 or 0, frozen."""
     with torch.no_grad():
         for mine, theirs in pairs:
-            mine.weight.copy_(theirs.weight)
-            mine.bias.copy_(theirs.bias)
+            for name, absent in (("weight", 1.0), ("bias", 0.0)):
+                if getattr(theirs, name) is not None:
+                    getattr(mine, name).copy_(getattr(theirs, name))
+                else:
+                    getattr(mine, name).fill_(absent).requires_grad_(False)
             if isinstance(theirs, nn.LayerNorm):
                 mine.eps = theirs.eps
 
@@ -184,10 +188,6 @@ def _layer_kwargs(m: nn.Module) -> dict:
     if not m.self_attn.batch_first:
         raise ValueError(f"from_torch({type(m).__name__}): expected "
                          "batch_first=True, but got False")
-    if m.linear1.bias is None:
-        raise ValueError(f"from_torch({type(m).__name__}): expected a layer "
-                         "with biases (our layers always have them), but got "
-                         "bias=False")
     return dict(d_model=m.self_attn.embed_dim, n_heads=m.self_attn.num_heads,
                 d_ff=m.linear1.out_features, dropout=m.dropout.p,
                 norm_first=m.norm_first, activation=_activation_name(m),

@@ -169,8 +169,9 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
         limit = [min(len(pairs[i][1]) + 10, model.config.max_len - 1)
                  for i in idx]                      # one per sentence
         if beam_size == 1:
-            ids = greedy_decode(model, src, tgt_vocab.bos_id, tgt_vocab.eos_id,
-                                max_len=limit)
+            ids = greedy_decode(model, src, max_len=limit,
+                                bos_id=tgt_vocab.bos_id,
+                                eos_id=tgt_vocab.eos_id)
         else:
             ids = beam_search(model, src, beam_size, bos_id=tgt_vocab.bos_id,
                               eos_id=tgt_vocab.eos_id, max_len=limit)

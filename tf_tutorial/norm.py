@@ -88,7 +88,7 @@ class RMSNorm(nn.Module):
     back to x's dtype.
 
     Args:
-        d_model: D, the size of the last dimension.
+        d: D, the size of the last dimension.
         eps: ε, added to mean(x²) inside the root (default 1e-6).
             ``nn.RMSNorm``'s default ``eps=None`` means
             ``torch.finfo(torch.float32).eps`` (float64: its own eps).
@@ -98,12 +98,12 @@ class RMSNorm(nn.Module):
         ValueError: eps <= 0, or x whose last dimension is not D.
     """
 
-    def __init__(self, d_model: int, eps: float = 1e-6):
+    def __init__(self, d: int, eps: float = 1e-6):
         super().__init__()
-        require_sizes(d_model=d_model)
+        require_sizes(d=d)
         require_positive(eps=eps)
-        self.d_model, self.eps = d_model, eps
-        self.weight = nn.Parameter(torch.ones(d_model))   # γ; no β
+        self.d_model, self.eps = d, eps
+        self.weight = nn.Parameter(torch.ones(d))         # γ; no β
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """把每个位置的 D 个特征除以它们的均方根，再乘 γ。"""

@@ -102,3 +102,24 @@ def load_benchmarks(folder=None) -> dict[str, dict]:
     if gpu is not None and "benchmarks" in gpu:
         found["gpu.json"] = gpu["benchmarks"]
     return found
+
+
+def progress_within(during: list[dict], seconds: float | None = None,
+                    target: float = 0.99) -> dict | None:
+    """训练中逐次评分的记录（``test_during_training``）到第 ``seconds`` 秒为止：最好的一次，第一次达到 ``target`` 的一次。
+
+    ``during`` holds ``{step, train_seconds, exact_match, bleu}`` per evaluation, as
+    ``scripts.gpu_run`` records it. With ``seconds``, only the evaluations made within that much
+    training time count: two runs compared this way are compared at equal time.
+
+    Returns ``{"best": entry, "first_hit": entry or None, "evaluations": n}``, or None when no
+    evaluation came within ``seconds``. The best is the earliest of equal scores.
+    """
+    if not 0 < target <= 1:
+        raise ValueError(f"target={target!r} must be in (0, 1]")
+    within = [d for d in during if seconds is None or d["train_seconds"] <= seconds]
+    if not within:
+        return None
+    return {"best": max(within, key=lambda d: d["exact_match"]),   # max keeps the first of ties
+            "first_hit": next((d for d in within if d["exact_match"] >= target), None),
+            "evaluations": len(within)}

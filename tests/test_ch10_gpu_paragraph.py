@@ -1,0 +1,90 @@
+"""Chapter 10's paragraph about the GPU record, on records the committed one is not yet.
+
+nbval renders the paragraph from the committed ``book/records/gpu.json`` only. The branches the
+next GPU record will take (its test score after every evaluation, a variant of the recipe, the
+KV-cache sizes it records) are run here on copies of that record with those keys added, through
+the chapter's own cell.
+"""
+import copy
+import json
+
+import jupytext
+import pytest
+
+from conftest import ROOT
+
+MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
+           "prose": "# the GPU record in prose"}
+
+
+def chapter_cell(marker: str) -> str:
+    hits = [c.source for c in jupytext.read(ROOT / "book" / "ch10_translation.md").cells
+            if c.cell_type == "code" and marker in c.source]
+    assert len(hits) == 1, f"chapter 10: {len(hits)} code cells contain {marker!r}, expected 1"
+    return hits[0]
+
+
+@pytest.fixture(scope="module")
+def render():
+    ns: dict = {}
+    exec(chapter_cell(MARKERS["imports"]), ns)
+    prose = chapter_cell(MARKERS["prose"])
+    committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
+    calib = json.loads((ROOT / "book" / "records" / "cpu_calibration.json").read_text(encoding="utf-8"))
+
+    def run(change) -> str:
+        gpu = copy.deepcopy(committed)
+        gpu["run"]["cudnn_attention"] = False       # measured after the change: no shape analysis
+        change(gpu)
+        shown = []
+        ns.update(gpu=gpu, gpu_missing=[], calib=calib,
+                  display=lambda md: shown.append(md.data))
+        exec(prose, ns)
+        assert len(shown) == 1
+        return shown[0]
+    return run
+
+
+def evaluations(*scores, every=30.0, steps=500):
+    return [{"step": steps * (i + 1), "train_seconds": every * (i + 1), "exact_match": em,
+             "bleu": 90.0} for i, em in enumerate(scores)]
+
+
+def test_the_paragraph_says_when_the_run_first_reached_99_percent(render):
+    def reached(gpu):
+        gpu["run"]["test_during_training"] = evaluations(0.9, 0.985, 0.9912, 0.995)
+    text = render(reached)
+    assert "第 90 秒（第 1,500 步）第一次达到 99%（99.1%）" in text
+    assert "变体" not in text                        # no variant was trained
+
+
+def test_the_paragraph_gives_the_best_score_when_99_percent_was_missed(render):
+    def missed(gpu):
+        gpu["run"]["test_during_training"] = evaluations(0.9, 0.985, 0.981)
+    text = render(missed)
+    assert "最高是第 60 秒（第 1,000 步）的 98.5%" in text and "第一次达到" not in text
+
+
+def test_a_variant_is_set_beside_the_main_run_at_equal_time(render):
+    def with_variant(gpu):
+        gpu["run"]["test_during_training"] = evaluations(0.9, 0.95, 0.97, 0.992)
+        gpu["variants"] = {"batch_tokens=25000": {
+            "changes": {"batch_tokens": 25000}, "budget_seconds": 90.0, "steps": 800,
+            "train_seconds": 90.4, "tokens": 1.8e6, "tokens_per_s": 19911.5, "steps_per_s": 8.85,
+            "cudnn_attention": False,
+            "test_during_training": evaluations(0.93, 0.975, 0.973, every=30.1, steps=267)}}
+    text = render(with_variant)
+    assert "把配置的 `batch_tokens` 改成 25000，其余不变，训练 90 秒，走了 800 步" in text
+    assert "每秒 8.8 步、19,912 个目标词元" in text
+    assert "第 60 秒（第 534 步）最高，是 97.5%" in text
+    # the main run within the variant's 90.4 s: its 99.2% came at 120 s, after
+    assert "主运行在同样的 90 秒之内最高是 97.0%（第 90 秒）" in text
+
+
+def test_the_kv_cache_sentence_states_the_sizes_the_record_holds(render):
+    def sized(gpu):
+        gpu["kv_cache"]["sizes"] = {"batch": 16, "tokens": 48, "beam_size": 4, "src_len": 20,
+                                    "vocab": 1000}
+    assert "每批 16 句、写满 48 个词元" in render(sized)
+    # the committed record predates the sizes: those gpu_run used then
+    assert "每批 32 句、写满 64 个词元" in render(lambda gpu: None)
