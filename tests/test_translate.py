@@ -185,6 +185,16 @@ def test_cli_one_sentence(ckpt, t, capsys):
     assert out == " ".join(reference(t, DOG)) + "\n"
 
 
+def test_cli_several_quoted_sentences_are_translated_one_per_line(ckpt, t, capsys):
+    code, out, err = run_main([ckpt, "The dog bites the man.", "I bought 305000 books."], capsys)
+    assert (code, err) == (0, "")
+    assert out == t("The dog bites the man.") + "\n" + t("I bought 305000 books.") + "\n"
+    code, out, _ = run_main([ckpt, "--tokens", "The dog bites the man.", "the dog runs"], capsys)
+    assert out.split("\n")[0] == " ".join(reference(t, DOG))
+    code, out, err = run_main([ckpt, "The dog bites the man.", " "], capsys)     # named by place
+    assert code == 2 and "sentence 2: empty sentence" in err
+
+
 def test_cli_stdin_keeps_lines_aligned(ckpt, t, capsys, monkeypatch):
     lines = ["The dog bites the man.", "", "I bought 305000 books.", "dog " * 200, "The xyzzy runs."]
     code, out, err = run_main([ckpt], capsys, "\n".join(lines) + "\n", monkeypatch)

@@ -171,7 +171,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="checkpoint.pt written by python -m tf_tutorial.train "
                         "(or its folder)")
     p.add_argument("sentence", nargs="*",
-                   help="the sentence; without it, one sentence per line "
+                   help="the sentence; words typed without quotes form one "
+                        "sentence, several quoted sentences are translated "
+                        "one per line; without any, one sentence per line "
                         "from stdin")
     p.add_argument("--beam", type=int, default=1,
                    help="beam size (default 1 = greedy)")
@@ -192,7 +194,13 @@ def main(argv=None) -> int:
         translator = load_translator(args.checkpoint, args.beam, args.device)
         translator.note_file = sys.stderr  # stdout holds the translations only
         if args.sentence:
-            print(translator(" ".join(args.sentence), tokens=args.tokens))
+            # "I love China." "The dog runs." are two sentences; I love China.
+            # (no argument with a space inside: no quotes) is one
+            quoted = len(args.sentence) > 1 and any(
+                len(a.split()) > 1 for a in args.sentence)
+            out = translator(args.sentence if quoted
+                             else " ".join(args.sentence), tokens=args.tokens)
+            print(out if isinstance(out, str) else "\n".join(out))
             return 0
     except ValueError as e:                # CheckpointError too
         parser.error(str(e))
