@@ -72,11 +72,18 @@ def test_a_variant_is_set_beside_the_main_run_at_equal_time(render):
             "changes": {"batch_tokens": 25000}, "budget_seconds": 90.0, "steps": 800,
             "train_seconds": 90.4, "tokens": 1.8e6, "tokens_per_s": 19911.5, "steps_per_s": 8.85,
             "cudnn_attention": False,
-            "test_during_training": evaluations(0.93, 0.975, 0.973, every=30.1, steps=267)}}
+            "test_during_training": evaluations(0.93, 0.975, 0.973, every=30.1, steps=267)},
+            "dropout=0.0": {
+            "changes": {"dropout": 0.0}, "budget_seconds": 90.0, "steps": 1800, "train_seconds": 90.2,
+            "tokens": 1.4e7, "tokens_per_s": 155210.0, "steps_per_s": 19.96, "cudnn_attention": False,
+            "test_during_training": evaluations(0.95, 0.991, 0.993, every=30.0, steps=600)}}
     text = render(with_variant)
+    assert text.count("同一个进程里还用同一份语料训练了一个变体") == 2
+    assert "把配置的 `dropout` 改成 0.0" in text
+    assert "在第 60 秒（第 1,200 步）第一次达到 99%，是 99.1%" in text
     assert "把配置的 `batch_tokens` 改成 25000，其余不变，训练 90 秒，走了 800 步" in text
     assert "每秒 8.8 步、19,912 个目标词元" in text
-    assert "第 60 秒（第 534 步）最高，是 97.5%" in text
+    assert "它在测试集上（贪心）的完全匹配在第 60 秒（第 534 步）最高，是 97.5%" in text
     # the main run within the variant's 90.4 s: its 99.2% came at 120 s, after
     assert "主运行在同样的 90 秒之内最高是 97.0%（第 90 秒）" in text
 

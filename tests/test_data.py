@@ -105,6 +105,16 @@ def test_pad_and_tokenize():
     assert tokenize_en("did Tom's dog bite you?") == ["did", "Tom", "'s", "dog", "bite", "you", "?"]
 
 
+def test_pad_of_nothing_and_ids_outside_the_vocabulary_are_refused():
+    with pytest.raises(ValueError, match="^seqs is empty: expected at least one list of ids$"):
+        pad([], 0)
+    v = Vocab(["a", "b"])
+    assert v.decode([4, 5, v.eos_id, 99]) == ["a", "b"]            # nothing after EOS is read
+    for bad in (-1, len(v.itos)):                                  # -1 would read the last word
+        with pytest.raises(ValueError, match=f"^token id {bad} is out of range for a vocabulary of 6$"):
+            v.decode([4, bad])
+
+
 def test_bad_sizes_are_rejected():
     with pytest.raises(ValueError, match="n_train must be a positive integer, but got 0"):
         make_corpus(n_train=0)

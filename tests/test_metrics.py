@@ -86,6 +86,27 @@ def test_sentence_bleu_by_hand_equals_sacrebleu():
     assert worked["matches"] == [3, 1, 0, 0] and worked["totals"] == [5, 4, 3, 2] and worked["bp"] == 1.0
 
 
+@pytest.mark.parametrize("hyp, ref", [("", "我 爱 中国 。"), ("我 爱", ""), ("", "")])
+def test_sentence_bleu_of_an_empty_sentence_is_sacrebleus_0(hyp, ref):
+    import sacrebleu
+
+    from tf_tutorial.metrics import sentence_bleu
+    ours = sentence_bleu(hyp, ref)                 # an untrained model writes empty outputs
+    theirs = sacrebleu.sentence_bleu(hyp.replace(" ", ""), [ref.replace(" ", "")], tokenize="zh")
+    assert ours["score"] == theirs.score == 0.0 and ours["bp"] == theirs.bp
+    assert ours["totals"] == theirs.totals and ours["matches"] == theirs.counts
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: bleu("我 爱", "我 爱"), r"^hyps must be a list of sentences \(str\), but got one str \(put it in a list\)$"),
+    (lambda: exact_match(["我"], "我"), r"^refs must be a list of sentences \(str\), but got one str"),
+    (lambda: exact_match([["我"]], [["我"]]), r"^hyps must be a list of sentences \(str\), but got a list holding list$"),
+])
+def test_a_sentence_where_a_list_belongs_is_refused_by_name(call, message):
+    with pytest.raises(TypeError, match=message):
+        call()
+
+
 def test_error_kinds():
     from tf_tutorial.metrics import error_kind
     ref = "我 昨天 在 图书馆 借 了 一 本 书 。"

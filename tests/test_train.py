@@ -144,8 +144,14 @@ def test_train_refuses_limits_it_would_ignore(corpus, limits, message, monkeypat
 
 
 @pytest.mark.parametrize("bad, message", [
-    (dict(lr_scale=0), "^need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, but got 0, 1.0, 0.1$"),
-    (dict(label_smoothing=1.0), "but got 1.0, 1.0, 1.0$"),
+    (dict(lr_scale=0), "^lr_scale must be a positive finite number, but got 0$"),
+    (dict(lr_scale=float("nan")), "^lr_scale must be a positive finite number, but got nan$"),
+    (dict(lr_scale=float("inf")), "^lr_scale must be a positive finite number, but got inf$"),
+    (dict(clip=float("nan")), "^clip must be a positive finite number, but got nan$"),
+    (dict(clip=-1.0), "^clip must be a positive finite number, but got -1.0$"),
+    (dict(label_smoothing=1.0), r"^label_smoothing must be in \[0, 1\), but got 1.0$"),
+    (dict(label_smoothing=float("nan")), r"^label_smoothing must be in \[0, 1\), but got nan$"),
+    (dict(d_model=30, n_heads=4), "^d_model=30 is not divisible by n_heads=4$"),
     (dict(dropout=1.5), r"^dropout must be in \[0, 1\), but got 1.5$"),     # when configured, not at the model
     (dict(d_model=0), "d_model"),
 ])
@@ -562,3 +568,42 @@ def test_every_training_step_runs_without_cudnn_attention(corpus, monkeypatch):
     train(dataclasses.replace(TINY, steps=3, eval_every=2), corpus=corpus, progress=False)
     assert seen == [False] * 3
     assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+def test_a_checkpoint_saved_mid_run_holds_the_training_time_so_far(corpus, monkeypatch, tmp_path):
+    """Resuming from a mid-run checkpoint must not lose the time trained before it."""
+    import tf_tutorial.train as T
+    clock, real_step, saved = [0.0], T.train_step, []
+    monkeypatch.setattr(T.time, "perf_counter", lambda: clock[0])
+
+    def one_second_step(*args, **kwargs):                     # each step takes 1 s of the fake clock
+        clock[0] += 1.0
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(T, "train_step", one_second_step)
+    real_save = T._save
+    monkeypatch.setattr(T, "_save", lambda out, m, o, s, history, step, *rest:
+                        (saved.append((step, history["seconds"])), real_save(out, m, o, s, history, step, *rest)))
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False)
+    assert saved == [(20, 20.0), (40, 40.0)]                  # TINY evaluates every 20 of 40 steps
+
+
+def test_resuming_warns_of_a_changed_configuration(corpus, tmp_path, recwarn):
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=5)
+    changed = dataclasses.replace(TINY, lr_scale=5.0, dropout=0.0)
+    with pytest.warns(UserWarning, match=r"with another configuration: dropout=0.1 \(this run: 0.0\), "
+                                         r"lr_scale=1.0 \(this run: 5.0\); the run does not carry on"):
+        train(changed, resume=tmp_path, corpus=corpus, progress=False, max_steps=6)
+    more = dataclasses.replace(TINY, steps=80, eval_every=7)      # more steps is the usual resume
+    train(more, resume=tmp_path, corpus=corpus, progress=False, max_steps=6)
+    assert not [w for w in recwarn if "another configuration" in str(w.message)]
+    # a checkpoint already at its stop: nothing is trained, the run is returned as saved
+    done = train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_steps=5)
+    assert done.history["step"] == [1, 2, 3, 4, 5]
+
+
+def test_cli_a_time_budget_that_ends_before_the_first_step_reports_0_steps(tmp_path, capsys):
+    from tf_tutorial.train import main
+    assert main(["--config", "tiny", "--max-seconds", "1e-9", "--out", str(tmp_path), "--no-progress"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["steps"] == 0 and json.loads((tmp_path / "results.json").read_text())["steps"] == 0

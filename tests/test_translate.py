@@ -5,6 +5,7 @@ joining, errors), comparing with greedy_decode / beam_search on the same ids of 
 """
 import dataclasses
 import io
+import re
 import subprocess
 import sys
 
@@ -68,6 +69,33 @@ def test_normalise_multiword_tokens_titles_and_capitals():
     v = Vocab(["the", "dog", "ice cream", "Dr", "Jiang", "China", "I", "love", "'s", ".", ",", "?"])
     assert normalise("Dr. Jiang's dog likes Ice Cream!", v) == ["Dr", "Jiang", "'s", "dog", "likes", "ice cream", "."]
     assert normalise("i love china,", v) == ["I", "love", "China", "."]
+
+
+def test_normalise_reads_a_typed_sentence_as_the_corpus_writes_it():
+    v = Vocab(["he", "He", "Mr", "Professor", "professor", "does", "did", "not", "run", "runs", "Wang",
+               "China", "I", "love", "the", ".", "?"])
+    assert normalise("He runs.", v) == ["he", "runs", "."]                 # the pronoun, not the surname
+    assert normalise("Mr He runs.", v) == ["Mr", "He", "runs", "."]        # the surname, after a title
+    assert normalise("Professor Wang runs.", v)[0] == "Professor"          # a title keeps its capital
+    assert normalise("The professor runs.", v)[1] == "professor"
+    assert normalise("He doesn't run.", v) == ["he", "does", "not", "run", "."]
+    assert normalise("He DIDN’T run!", v) == ["he", "did", "not", "run", "."]
+    assert normalise("I love China!!", v) == normalise("I love China...", v) == ["I", "love", "China", "."]
+    assert normalise("Does he run?!", v)[-2:] == ["run", "?"]
+
+
+@pytest.mark.parametrize("number", ["3.5", "-5", "1,000.5", "0.5"])
+def test_a_number_that_is_not_whole_is_refused_by_value(t, number):
+    with pytest.raises(ValueError, match=f"^number {re.escape(number)} is not a whole number from 1 to "):
+        normalise(f"I bought {number} books.", t.src_vocab)
+
+
+def test_every_test_sentence_normalises_to_itself(ckpt):
+    from tf_tutorial.corpus.data import make_corpus
+    corpus = make_corpus(3000, seed=1)
+    for en, _ in corpus.test + corpus.valid:
+        typed = " ".join(en).replace(" .", ".").replace(" ?", "?").replace(" ,", ",").replace(" 's", "'s")
+        assert normalise(typed[0].upper() + typed[1:], corpus.src_vocab) == en, typed
 
 
 @pytest.mark.parametrize("text", ["", "   ", "\t", "'"])

@@ -25,15 +25,29 @@ TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at",
               "in", "on", "tonight"}
 
 
+def _require_pairs(hyps, refs) -> None:
+    """Two lists of sentences (str), as long as each other and not empty."""
+    for name, seq in (("hyps", hyps), ("refs", refs)):
+        if not (isinstance(seq, (list, tuple))
+                and all(isinstance(x, str) for x in seq)):
+            got = ("one str (put it in a list)" if isinstance(seq, str)
+                   else type(seq).__name__ if not isinstance(seq, (list, tuple))
+                   else "a list holding " + next(type(x).__name__ for x in seq
+                                                  if not isinstance(x, str)))
+            raise TypeError(f"{name} must be a list of sentences (str), "
+                            f"but got {got}")
+    if len(hyps) != len(refs) or not refs:
+        raise ValueError(
+            f"need as many outputs as references (and at least one), "
+            f"got {len(hyps)} and {len(refs)}")
+
+
 def exact_match(hyps: list[str], refs: list[str]) -> float:
     """完全匹配率：输出与参考译文逐个词元都相同的句子所占的比例。
 
     Share of outputs equal to the reference, token for token.
     """
-    if len(hyps) != len(refs) or not refs:
-        raise ValueError(
-            f"need as many outputs as references (and at least one), "
-            f"got {len(hyps)} and {len(refs)}")
+    _require_pairs(hyps, refs)
     return sum(h == r for h, r in zip(hyps, refs)) / len(refs)
 
 
@@ -43,10 +57,7 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
     Corpus BLEU with sacrebleu's Chinese tokenisation (one token per Chinese
     character).
     """
-    if len(hyps) != len(refs) or not refs:
-        raise ValueError(
-            f"need as many outputs as references (and at least one), "
-            f"got {len(hyps)} and {len(refs)}")
+    _require_pairs(hyps, refs)
     join = lambda s: s.replace(" ", "")  # noqa: E731 - text as a reader
                                          # writes it
     return sacrebleu.corpus_bleu(
@@ -63,12 +74,14 @@ def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
     ``precisions`` (%), the brevity penalty ``bp``, the lengths and the
     ``score`` (0–100). Like ``sacrebleu.sentence_bleu``, an order with no match
     gets the "exp" smoothing (1 / 2ᵏ matches, k counting such orders), and
-    orders longer than the output are left out.
+    orders longer than the output are left out. An empty output (an untrained
+    model writes them) scores 0, as in sacrebleu.
     """
+    for name, text in (("hyp", hyp), ("ref", ref)):
+        if not isinstance(text, str):
+            raise TypeError(f"{name} must be a sentence (str), but got "
+                            f"{type(text).__name__}")
     h, r = list(hyp.replace(" ", "")), list(ref.replace(" ", ""))
-    if not h or not r:
-        raise ValueError(f"need a non-empty output and reference, "
-                         f"but got {hyp!r} and {ref!r}")
     matches, totals = [], []
     for n in range(1, max_n + 1):
         grams_h = Counter(tuple(h[i:i + n]) for i in range(len(h) - n + 1))
@@ -84,7 +97,8 @@ def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
         if m == 0:
             k *= 2
         logs.append(math.log(m / t if m else 1 / (k * t)))
-    bp = 1.0 if len(h) > len(r) else math.exp(1 - len(r) / len(h))
+    bp = (1.0 if len(h) >= len(r) else 0.0 if not h
+          else math.exp(1 - len(r) / len(h)))
     return {"matches": matches, "totals": totals,
             "precisions": [100 * m / t if t else 0.0
                            for m, t in zip(matches, totals)],

@@ -10,10 +10,12 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import math
 import os
 import sys
 import tempfile
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +24,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import require_dropout, require_positive, require_sizes
+from tf_tutorial._checks import (_is_real, require_dropout, require_positive,
+                                 require_sizes)
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -63,12 +66,19 @@ class TrainConfig:
                                      "warmup", "eval_every"))
         if self.batch_tokens is not None:
             require_positive_ints(self, ("batch_tokens",))
-        if (self.lr_scale <= 0 or self.clip <= 0
-                or not 0 <= self.label_smoothing < 1):
-            raise ValueError(
-                f"need lr_scale > 0, clip > 0 and 0 <= label_smoothing < 1, "
-                f"but got {self.lr_scale}, {self.clip}, {self.label_smoothing}")
-        require_dropout(self.dropout)    # now, not when the model is built
+        if self.d_model % self.n_heads:  # now, not when the model is built
+            raise ValueError(f"d_model={self.d_model} is not divisible by "
+                             f"n_heads={self.n_heads}")
+        for name in ("lr_scale", "clip"):        # NaN and inf refused too
+            value = getattr(self, name)
+            if not (_is_real(value) and 0 < value < math.inf):
+                raise ValueError(f"{name} must be a positive finite number, "
+                                 f"but got {value!r}")
+        if not (_is_real(self.label_smoothing)
+                and 0 <= self.label_smoothing < 1):
+            raise ValueError("label_smoothing must be in [0, 1), but got "
+                             f"{self.label_smoothing!r}")
+        require_dropout(self.dropout)
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
@@ -465,6 +475,14 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         sched.load_state_dict(state["scheduler"])
         history, step = state["history"], state["step"]
         _restore_rng(state, dev)
+        changed = [f"{k}={v!r} (this run: {getattr(cfg, k)!r})"
+                   for k, v in state["train_config"].items()
+                   if k not in ("name", "steps", "eval_every")
+                   and getattr(cfg, k, v) != v]
+        if changed:
+            warnings.warn(f"resuming {resume} with another configuration: "
+                          + ", ".join(changed) + "; the run does not carry "
+                          "on as if it had never stopped", stacklevel=2)
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
@@ -523,8 +541,10 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
             if step % cfg.eval_every == 0 or step == stop:
                 evaluate_now()
                 if out_dir is not None and rank == 0 and step < stop:
-                    _save(out_dir, model, opt, sched, history, step, cfg,
-                          mcfg, corpus, dev)
+                    so_far = time.perf_counter() - start - paused
+                    _save(out_dir, model, opt, sched,
+                          {**history, "seconds": history["seconds"] + so_far},
+                          step, cfg, mcfg, corpus, dev)
         bar.close()
         # stopped by the time budget
         if not history["eval_step"] or history["eval_step"][-1] != step:
@@ -715,7 +735,7 @@ def main(argv=None) -> int:
         test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab,
                         beam_size=args.beam)
         summary = {"config": cfg.name, "device": str(result.device),
-                   "steps": result.history["step"][-1],
+                   "steps": (result.history["step"] or [0])[-1],
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
                    "test_exact_match": round(test["exact_match"], 4),

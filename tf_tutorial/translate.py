@@ -172,9 +172,9 @@ def _parser() -> argparse.ArgumentParser:
                         "(or its folder)")
     p.add_argument("sentence", nargs="*",
                    help="the sentence; words typed without quotes form one "
-                        "sentence, several quoted sentences are translated "
-                        "one per line; without any, one sentence per line "
-                        "from stdin")
+                        "sentence, several quoted sentences (each with a "
+                        "space inside) are translated one per line; without "
+                        "any, one sentence per line from stdin")
     p.add_argument("--beam", type=int, default=1,
                    help="beam size (default 1 = greedy)")
     p.add_argument("--tokens", action="store_true",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial.corpus.grammar import Grammar, number_en
+from tf_tutorial.corpus.grammar import TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -52,6 +52,9 @@ class Vocab:
         for i in (ids.tolist() if torch.is_tensor(ids) else ids):
             if i == self.eos_id:
                 break
+            if not 0 <= i < len(self.itos):       # itos[-1] would be a word
+                raise ValueError(f"token id {i} is out of range for a "
+                                 f"vocabulary of {len(self.itos)}")
             if i not in (self.pad_id, self.bos_id):
                 out.append(self.itos[i])
         return out
@@ -67,6 +70,9 @@ def tokenize_en(text: str) -> list[str]:
 
 _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,000 one number; 1,2 two; w3 none
 _TITLES = {"Mr", "Mrs", "Ms", "Dr"}                        # typed "Dr.", but the corpus writes "Dr"
+_NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.5, -5
+_NOT = re.compile(r"\b(do|does|did|is|are|was|were)n't\b", re.IGNORECASE)     # doesn't → does not
+_FINAL = {".", "?"}
 
 
 def _number_words(match: re.Match) -> str:
@@ -77,9 +83,16 @@ def _number_words(match: re.Match) -> str:
     return " " + " ".join(number_en(n)) + " "
 
 
-def _known(word: str, vocab: Vocab) -> str | None:
-    """The vocabulary's spelling of ``word``: as typed, else lowercase ("The"), else capitalised ("china")."""
-    for form in (word, word.lower(), word[:1].upper() + word[1:].lower()):
+def _known(word: str, vocab: Vocab, first: bool = False) -> str | None:
+    """The vocabulary's spelling of ``word``: as typed, else lowercase ("The"), else capitalised ("china").
+
+    ``first``: the sentence's first word, whose capital says nothing; lowercase comes first there
+    ("He runs." is the pronoun he, not the surname He), except for a title ("Professor Wang").
+    """
+    forms = [word, word.lower(), word[:1].upper() + word[1:].lower()]
+    if first and word not in {title[0] for title in TITLES}:
+        forms.insert(0, word.lower())
+    for form in forms:
         if form in vocab:
             return form
     return None
@@ -92,10 +105,12 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
     In order: digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
+    "doesn't" becomes "does not" (do, does, did, is, are, was, were);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
-    the period of a title ("Dr.") is dropped; trailing commas go, and a "." is added unless the
-    sentence ends with "." or "?", as every corpus sentence does. Unknown words are kept as typed.
+    the period of a title ("Dr.") is dropped; a run of end marks ("?!", "...") keeps its first;
+    trailing commas go, and a "." is added unless the sentence ends with "." or "?", as every
+    corpus sentence does. Unknown words are kept as typed.
 
     Args:
         text: one English sentence.
@@ -103,24 +118,30 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     Returns:
         The tokens, e.g. "The dog bites the man!" → ['the', 'dog', 'bites', 'the', 'man', '.'].
     Raises:
-        ValueError: an empty sentence, or a number out of range.
+        ValueError: an empty sentence, or a number out of range or not whole (3.5, -5).
     """
     if not isinstance(text, str):
         raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
-    words = tokenize_en(_NUMBER.sub(_number_words, text.replace("!", ".").replace("\u2019", "'")))
+    bad = _NOT_WHOLE.search(text)
+    if bad:
+        raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
+                         "only those are known to the model")
+    text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
+    words = tokenize_en(_NUMBER.sub(_number_words, text))
     if not words:
         raise ValueError("empty sentence")
     longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
     tokens, i = [], 0
     while i < len(words):
         for n in range(min(longest, len(words) - i), 0, -1):          # the longest match wins
-            form = _known(" ".join(words[i:i + n]), src_vocab)
+            form = _known(" ".join(words[i:i + n]), src_vocab, first=i == 0)
             if form or n == 1:
                 tokens.append(form or words[i])
                 i += n
                 break
     tokens = [t for k, t in enumerate(tokens)
-              if not (t == "." and 0 < k < len(tokens) - 1 and tokens[k - 1] in _TITLES)]
+              if not (t == "." and 0 < k < len(tokens) - 1 and tokens[k - 1] in _TITLES)
+              and not (t in _FINAL and k > 0 and tokens[k - 1] in _FINAL)]
     while tokens and tokens[-1] == ",":
         tokens.pop()
     if not tokens or tokens[-1] not in (".", "?"):
@@ -139,7 +160,9 @@ class Corpus:
     and both are drawn from a clause-dense setting of the grammar (more relative clauses and
     coordination than training), which chapter 10 controls for:
     ``longer``: the same depth, but every sentence is longer than any training sentence;
-    ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training range.
+    ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training limit
+    (``MAX_TRAIN_LEN``; a large training split, such as chapter 10's, reaches that limit, a tiny
+    one may not).
 
     The two generalisation splits are drawn the first time they are read: a few seconds of
     rejection sampling that a run which only trains (``python -m tf_tutorial.train``) never
@@ -248,6 +271,8 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
 
     Lists of ids → (B, L) LongTensor, right-padded with ``pad_id``.
     """
+    if not len(seqs):
+        raise ValueError("seqs is empty: expected at least one list of ids")
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
         out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
