@@ -8,8 +8,9 @@
 
 Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still leaves what it
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
-memory, the curves, the test split's exact match at every evaluation: when the run reached it), test / longer / deeper scores with greedy and beam search, the KV cache's
-speed-up, three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
+memory, the curves, the test split's exact match at every evaluation: when the run reached it),
+test / longer / deeper scores with greedy and beam search, the KV cache's speed-up (and the sizes
+it was timed at), three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
 uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, the training
 loop's speed with PyTorch's cuDNN attention off and on (``sdpa``: why training turns it off), every
 benchmark of ``python -m benchmarks`` on the GPU (its rows join the CPU record on appendix A),

@@ -54,7 +54,7 @@ def test_the_paragraph_says_when_the_run_first_reached_99_percent(render):
     def reached(gpu):
         gpu["run"]["test_during_training"] = evaluations(0.9, 0.985, 0.9912, 0.995)
     text = render(reached)
-    assert "第 90 秒（第 1,500 步）第一次达到 99%（99.1%）" in text
+    assert "测试集也评了一次分（贪心），第 90 秒（第 1,500 步）第一次达到 99%，是 99.1%。" in text
     assert "变体" not in text                        # no variant was trained
 
 
@@ -62,7 +62,7 @@ def test_the_paragraph_gives_the_best_score_when_99_percent_was_missed(render):
     def missed(gpu):
         gpu["run"]["test_during_training"] = evaluations(0.9, 0.985, 0.981)
     text = render(missed)
-    assert "最高是第 60 秒（第 1,000 步）的 98.5%" in text and "第一次达到" not in text
+    assert "第 60 秒（第 1,000 步）最高，是 98.5%。" in text and "第一次达到" not in text
 
 
 def test_a_variant_is_set_beside_the_main_run_at_equal_time(render):
@@ -83,7 +83,7 @@ def test_a_variant_is_set_beside_the_main_run_at_equal_time(render):
     assert "在第 60 秒（第 1,200 步）第一次达到 99%，是 99.1%" in text
     assert "把配置的 `batch_tokens` 改成 25000，其余不变，训练 90 秒，走了 800 步" in text
     assert "每秒 8.8 步、19,912 个目标词元" in text
-    assert "它在测试集上（贪心）的完全匹配在第 60 秒（第 534 步）最高，是 97.5%" in text
+    assert "它在测试集上（贪心）的完全匹配在第 60 秒（第 534 步）最高，是 97.5%。" in text
     # the main run within the variant's 90.4 s: its 99.2% came at 120 s, after
     assert "主运行在同样的 90 秒之内最高是 97.0%（第 90 秒）" in text
 

@@ -261,9 +261,8 @@ def test_progress_within_compares_two_runs_at_equal_time():
                                (2000, 120.0, 0.992), (2500, 150.0, 0.99)]]
     whole = progress_within(during)
     assert whole["best"]["step"] == 1500 and whole["first_hit"]["step"] == 1500   # the first of a tie
-    assert whole["evaluations"] == 5
     early = progress_within(during, seconds=89.0)           # the 90 s evaluation came too late
-    assert early["best"]["step"] == 1000 and early["first_hit"] is None and early["evaluations"] == 2
+    assert early["best"]["step"] == 1000 and early["first_hit"] is None
     assert progress_within(during, seconds=90.0)["first_hit"]["step"] == 1500
     assert progress_within(during, target=0.95)["first_hit"]["step"] == 1000
     assert progress_within(during, seconds=10.0) is None and progress_within([]) is None

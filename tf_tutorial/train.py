@@ -504,6 +504,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     losses = []  # on the device; copied to the host in groups (one sync each)
     paused = 0.0  # seconds spent in on_eval: not training time
 
+    def this_run() -> float:  # this call's training time so far
+        return time.perf_counter() - start - paused
+
     def evaluate_now():
         nonlocal paused
         history["loss"] += [x.item() for x in losses]
@@ -514,15 +517,15 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         history["valid_acc"].append(va)
         if on_eval is not None:
             began = time.perf_counter()
-            on_eval(step, model, history["seconds"] + began - start - paused)
+            on_eval(step, model, history["seconds"] + this_run())
             paused += time.perf_counter() - began
 
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
     with varying_shapes():   # batches of many shapes: no cuDNN attention
         for src, tgt in stream:
-            if step >= stop or (max_seconds is not None and time.perf_counter()
-                                - start - paused > max_seconds):
+            if step >= stop or (max_seconds is not None
+                                and this_run() > max_seconds):
                 break
             # counted on the host: no sync
             history["tokens"] += int((tgt[:, 1:] != mcfg.pad_id).sum())
@@ -541,17 +544,17 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
             if step % cfg.eval_every == 0 or step == stop:
                 evaluate_now()
                 if out_dir is not None and rank == 0 and step < stop:
-                    so_far = time.perf_counter() - start - paused
+                    so_far = history["seconds"] + this_run()
                     _save(out_dir, model, opt, sched,
-                          {**history, "seconds": history["seconds"] + so_far},
-                          step, cfg, mcfg, corpus, dev)
+                          {**history, "seconds": so_far}, step, cfg, mcfg,
+                          corpus, dev)
         bar.close()
         # stopped by the time budget
         if not history["eval_step"] or history["eval_step"][-1] != step:
             evaluate_now()
     if dev.type == "cuda":
         torch.cuda.synchronize()
-    history["seconds"] += time.perf_counter() - start - paused
+    history["seconds"] += this_run()
     if world > 1:
         sums = [None] * world
         dist.all_gather_object(sums, _checksum(model))

@@ -112,8 +112,8 @@ def progress_within(during: list[dict], seconds: float | None = None,
     ``scripts.gpu_run`` records it. With ``seconds``, only the evaluations made within that much
     training time count: two runs compared this way are compared at equal time.
 
-    Returns ``{"best": entry, "first_hit": entry or None, "evaluations": n}``, or None when no
-    evaluation came within ``seconds``. The best is the earliest of equal scores.
+    Returns ``{"best": entry, "first_hit": entry or None}``, or None when no evaluation came
+    within ``seconds``. The best is the earliest of equal scores.
     """
     if not 0 < target <= 1:
         raise ValueError(f"target={target!r} must be in (0, 1]")
@@ -121,5 +121,4 @@ def progress_within(during: list[dict], seconds: float | None = None,
     if not within:
         return None
     return {"best": max(within, key=lambda d: d["exact_match"]),   # max keeps the first of ties
-            "first_hit": next((d for d in within if d["exact_match"] >= target), None),
-            "evaluations": len(within)}
+            "first_hit": next((d for d in within if d["exact_match"] >= target), None)}
