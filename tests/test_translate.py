@@ -17,7 +17,7 @@ from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.decode import load_translator as load_from_decode
 from tf_tutorial.decode import translate as translate_in_memory
 from tf_tutorial.train import CONFIGS, CheckpointError, train
-from tf_tutorial.translate import load_translator, main
+from tf_tutorial.translate import load_translator, main, sentences
 
 PROG = "python -m tf_tutorial.translate"
 
@@ -280,3 +280,22 @@ def test_python_dash_m_with_beam(ckpt, t):
     r = subprocess.run([sys.executable, "-m", "tf_tutorial.translate", ckpt, "--beam", "2", "--device", "cpu",
                         "The dog bites the man."], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (0, want + "\n", "")
+
+
+@pytest.mark.parametrize("arguments, expected", [
+    (["I", "love", "China."], ["I love China."]),
+    (["I love China.", "The dog runs."], ["I love China.", "The dog runs."]),
+    (["Hello.", "Goodbye."], ["Hello.", "Goodbye."]),            # quoted one-word sentences
+    (["I", "love", "China.", "The", "dog", "runs."], ["I love China.", "The dog runs."]),
+    (["Dr.", "Wang", "runs.", "Who", "runs?"], ["Dr. Wang runs.", "Who runs?"]),   # a title ends nothing
+    (["the", "dog", "runs"], ["the dog runs"]),                  # no end mark
+    (["It", "runs!", "the", "dog"], ["It runs!", "the dog"]),
+])
+def test_cli_arguments_are_split_into_sentences(arguments, expected):
+    assert sentences(arguments) == expected
+
+
+def test_cli_one_word_quoted_sentences_are_translated_one_per_line(ckpt, t, capsys):
+    code, out, err = run_main([ckpt, "--tokens", "Hello.", "Goodbye."], capsys)
+    assert code == 0 and "Hello" in err and "Goodbye" in err          # unknown words are noted
+    assert out == t("Hello.", tokens=True, warn=False) + "\n" + t("Goodbye.", tokens=True, warn=False) + "\n"

@@ -22,6 +22,7 @@ import torch
 
 from tf_tutorial._checks import require_sizes
 from tf_tutorial.corpus.data import Vocab, normalise
+from tf_tutorial.corpus.grammar import TITLES
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import (CheckpointError, checkpoint_path,
@@ -157,6 +158,29 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+_ABBREVIATIONS = {en + "." for en, _ in TITLES}          # "Dr." ends no sentence
+
+
+def sentences(arguments: list[str]) -> list[str]:
+    """命令行上的参数分成句子。
+
+    Quoted sentences (some argument holds a space) are one sentence each:
+    ``"I love China." "The dog runs."``. Words typed without quotes are
+    joined, and a word ending in . ? or ! (not a title such as ``Dr.``)
+    ends a sentence: ``I love China. The dog runs.`` is two, and so is
+    ``"Hello." "Goodbye."``.
+    """
+    if any(len(a.split()) > 1 for a in arguments):
+        return list(arguments)
+    out, words = [], []
+    for word in arguments:
+        words.append(word)
+        if word[-1:] in ".?!" and word not in _ABBREVIATIONS:
+            out.append(" ".join(words))
+            words = []
+    return out + [" ".join(words)] * bool(words)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="python -m tf_tutorial.translate",
                 formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -171,10 +195,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="checkpoint.pt written by python -m tf_tutorial.train "
                         "(or its folder)")
     p.add_argument("sentence", nargs="*",
-                   help="the sentence; words typed without quotes form one "
-                        "sentence, several quoted sentences (each with a "
-                        "space inside) are translated one per line; without "
-                        "any, one sentence per line from stdin")
+                   help="the sentences, translated one per line: each "
+                        "quoted argument is one; words typed without quotes "
+                        "are split after . ? or !; without any, one sentence "
+                        "per line from stdin")
     p.add_argument("--beam", type=int, default=1,
                    help="beam size (default 1 = greedy)")
     p.add_argument("--tokens", action="store_true",
@@ -194,12 +218,9 @@ def main(argv=None) -> int:
         translator = load_translator(args.checkpoint, args.beam, args.device)
         translator.note_file = sys.stderr  # stdout holds the translations only
         if args.sentence:
-            # "I love China." "The dog runs." are two sentences; I love China.
-            # (no argument with a space inside: no quotes) is one
-            quoted = len(args.sentence) > 1 and any(
-                len(a.split()) > 1 for a in args.sentence)
-            out = translator(args.sentence if quoted
-                             else " ".join(args.sentence), tokens=args.tokens)
+            texts = sentences(args.sentence)
+            out = translator(texts if len(texts) > 1 else texts[0],
+                             tokens=args.tokens)
             print(out if isinstance(out, str) else "\n".join(out))
             return 0
     except ValueError as e:                # CheckpointError too
