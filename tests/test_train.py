@@ -262,6 +262,23 @@ def test_cli_unwritable_out_dir(capsys):
         "python -m tf_tutorial.train: error: --out /sys: directory is not writable")
 
 
+def test_cli_a_failed_run_leaves_no_folder_it_created(tmp_path, capsys):
+    from tf_tutorial.train import main
+    if torch.cuda.is_available():
+        pytest.skip("the failure used here is asking for a GPU on a machine without one")
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    for out in (tmp_path / "new" / "run", kept / "run"):
+        with pytest.raises(SystemExit) as exit_info:
+            main(["--config", "tiny", "--device", "cuda", "--out", str(out), "--no-progress"])
+        assert exit_info.value.code == 2 and "no CUDA GPU" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"] and not any(kept.iterdir())
+    (kept / "notes.txt").write_text("mine")                 # files in the folder are never removed
+    with pytest.raises(SystemExit):
+        main(["--config", "tiny", "--device", "cuda", "--out", str(kept), "--no-progress"])
+    assert (kept / "notes.txt").read_text() == "mine"
+
+
 def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     r = _cli("--config", "tiny", "--steps", "5", "--out", str(tmp_path), "--no-progress")
     assert r.returncode == 0, r.stderr

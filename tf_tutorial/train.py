@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -664,11 +665,27 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _prepare_out(parser, out: Path) -> None:
+def _prepare_out(parser, out: Path) -> Path | None:
+    """Create ``--out``; return the outermost folder this created (None if
+    it existed), for :func:`_remove_if_empty` when the run fails."""
+    created = None
+    for folder in (out, *out.parents):
+        if folder.exists():
+            break
+        created = folder
     try:
         prepare_out_dir(out, name="--out ")
     except ValueError as e:
+        _remove_if_empty(created)
         parser.error(str(e))
+    return created
+
+
+def _remove_if_empty(folder: Path | None) -> None:
+    """A failed run leaves no empty folders behind (files are kept)."""
+    if folder is not None and folder.is_dir() and not any(
+            p.is_file() for p in folder.rglob("*")):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _config(parser, args) -> TrainConfig:
@@ -721,15 +738,15 @@ def main(argv=None) -> int:
         args.resume = checkpoint_path(args.resume)   # a file, or the run's folder
     if args.out is None and args.resume is not None:
         args.out = args.resume.parent      # go on saving where the run saved
-    if args.out is not None:
-        _prepare_out(parser, args.out)
     cfg = _config(parser, args)
+    created = None if args.out is None else _prepare_out(parser, args.out)
     try:
         result = train(
             cfg, out_dir=args.out, resume=args.resume, device=args.device,
             compile=args.compile, progress=not args.no_progress,
             precision=args.precision, max_seconds=args.max_seconds)
     except (CheckpointError, ValueError) as e:
+        _remove_if_empty(created)
         parser.error(str(e))
     rank = dist.get_rank() if dist.is_initialized() else 0
     if rank == 0:
