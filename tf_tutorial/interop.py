@@ -36,7 +36,9 @@ def from_torch(module: nn.Module) -> nn.Module:
     A torch module without biases (``bias=False``), or a LayerNorm without
     weights (``elementwise_affine=False``), becomes ours with biases of 0 and
     weights of 1 that do not train (``requires_grad=False``): our layers always
-    have them, and so it computes, and trains, as the torch module does.
+    have them, and so it computes, and trains, as the torch module does. Such
+    a LayerNorm then holds float32 parameters where torch's held none, so for
+    float64 inputs call ``.double()`` on it, as for any module with weights.
 
     PyTorch's ``nn.TransformerEncoder`` in eval mode without autograd may take
     its nested-tensor fast path, which writes zeros at padded positions; ours
