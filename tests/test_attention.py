@@ -83,6 +83,31 @@ def test_no_nan_under_bf16_autocast():
     torch.testing.assert_close(out.float(), ref, atol=5e-2, rtol=5e-2)
 
 
+def test_float16_scores_whose_raw_product_overflows_stay_finite():
+    """q·k = 40·40·64 = 102400 passes float16's 65504, q·k/√64 = 12800 does not:
+    scaling before the product keeps the weights finite, as torch's attention does."""
+    from tf_tutorial.attention import grouped_query_attention
+    from tf_tutorial.multihead import MultiHeadAttention
+
+    q = torch.full((1, 1, 2, 64), 40.0, dtype=torch.float16)
+    k = q * torch.tensor([1.0, -1.0], dtype=torch.float16)[:, None]
+    v = torch.randn(1, 1, 2, 64, generator=torch.Generator().manual_seed(0)).half()
+    assert (q @ k.mT).isinf().any()                      # the product itself overflows
+    ref = F.scaled_dot_product_attention(q, k, v)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert weights.isfinite().all() and torch.equal(weights[0, 0, :, 0], torch.ones(2))
+    torch.testing.assert_close(out, ref)
+    torch.testing.assert_close(grouped_query_attention(q, k, v), ref)
+    mha = MultiHeadAttention(64, 1, bias=False).half()
+    with torch.no_grad():
+        for lin in (mha.w_q, mha.w_k, mha.w_v, mha.w_o):
+            lin.weight.copy_(torch.eye(64))
+    x = torch.cat([q[0, 0, :1], k[0, 0, 1:]])[None]     # (1, 2, 64): rows of +40 and −40
+    slow, _ = mha(x, x, x, return_weights=True)
+    assert slow.isfinite().all()
+    torch.testing.assert_close(slow, mha(x, x, x))
+
+
 def test_gradcheck_float64():
     q, k, v = (t[:1, :1].clone().requires_grad_() for t in qkv())
     mask = random_mask()[:1]

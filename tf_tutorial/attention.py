@@ -87,7 +87,7 @@ def scaled_dot_product_attention(
         mask: torch.Tensor | None = None, dropout_p: float = 0.0):
     """缩放点积注意力的可读版本：相乘、缩放、掩码、softmax、再相乘。
 
-    The readable reference path: matmul → scale → mask → softmax → matmul.
+    The readable reference path: scale → matmul → mask → softmax → matmul.
 
     Args:
         q: (..., T, d_k); k: (..., S, d_k); v: (..., S, d_v).
@@ -100,7 +100,9 @@ def scaled_dot_product_attention(
         sums to 1. out has v's dtype; the weights stay in at least float32.
     """
     _check_inputs(q, k, v, mask, dropout_p=dropout_p)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
+    # scale q before the product, not after: in float16 the raw q·k can
+    # pass 65504 (and become inf) while q·k / √d_k is an ordinary number
+    scores = q / math.sqrt(q.shape[-1]) @ k.transpose(-2, -1)  # (..., T, S)
     # softmax in at least float32, also under bf16/fp16 autocast
     # (float64 stays float64)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
