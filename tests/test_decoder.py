@@ -61,6 +61,8 @@ def test_bad_input():
         layer(torch.randn(B, T, D), torch.randn(3, S, D))
     with pytest.raises(ValueError, match=r"memory: expected shape \(2, S, 12\).*but got \(2, 7, 10\)"):
         layer(torch.randn(B, T, D), torch.randn(B, S, 10))
+    with pytest.raises(ValueError, match="^memory must be floating point .*got dtype torch.int64$"):
+        layer(torch.randn(B, T, D), torch.ones(B, S, D, dtype=torch.long))
     with pytest.raises(ValueError, match=r"mask of shape \(4, 4\) does not broadcast"):
         layer(torch.randn(B, T, D), torch.randn(B, S, D), causal_mask(4))
     with pytest.raises(ValueError, match="expected batch_first=True, but got False"):

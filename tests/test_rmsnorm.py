@@ -59,9 +59,17 @@ def test_from_torch_bfloat16_module_uses_float32_epsilon():
     assert from_torch(nn.RMSNorm(D).to(torch.bfloat16)).eps == torch.finfo(torch.float32).eps
 
 
+def test_from_torch_without_a_weight_gets_a_frozen_weight_of_one():
+    for eps in (1e-6, None):
+        ref = nn.RMSNorm(D, eps=eps, elementwise_affine=False)
+        ours = from_torch(ref)
+        assert torch.equal(ours.weight, torch.ones(D)) and not ours.weight.requires_grad
+        assert ours.eps == (eps or torch.finfo(torch.float32).eps)
+        x = torch.randn(3, D)
+        torch.testing.assert_close(ours(x), ref(x))
+
+
 def test_from_torch_rejects_options_we_do_not_model():
-    with pytest.raises(ValueError, match="elementwise_affine=False"):
-        from_torch(nn.RMSNorm(D, elementwise_affine=False))
     with pytest.raises(ValueError, match=r"normalized_shape=\(5, 12\)"):
         from_torch(nn.RMSNorm((5, D)))
 

@@ -180,8 +180,9 @@ def test_gradcheck_float64():
 
 def test_bad_input():
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match="rotate: the last dimension must be even, but got 7"):
-        rotate(torch.randn(2, 5, 7), torch.arange(5))
+    for width in (7, 0):
+        with pytest.raises(ValueError, match=f"^rotate: the last dimension must be even and positive, but got {width} "):
+            rotate(torch.randn(2, 5, width), torch.arange(5))
     with pytest.raises(ValueError, match=r"length 4.*L=5"):
         rotate(x, torch.arange(4))
     with pytest.raises(ValueError, match="base must be positive, but got 0"):

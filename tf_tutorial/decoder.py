@@ -30,6 +30,9 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
         raise ValueError(f"memory: expected shape ({x.shape[0]}, S, {d_model}) "
                          f"to match x {tuple(x.shape)}, "
                          f"but got {tuple(memory.shape)}")
+    if not memory.is_floating_point():
+        raise ValueError(f"memory must be floating point (the encoder's "
+                         f"output), but got dtype {memory.dtype}")
     B, T, S = x.shape[0], x.shape[1], memory.shape[1]
     t = 0 if self_cache is None else self_cache.length
     for name, mask, keys in (("self_mask", self_mask, t + T),

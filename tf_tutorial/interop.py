@@ -271,24 +271,28 @@ def convert_rms_norm(m: nn.Module) -> nn.Module:
     ones. Our ``RMSNorm`` holds a number, so it gets the value for the module's
     dtype now; a later ``.double()`` does not change it.
 
+    Without a weight (``elementwise_affine=False``) ours gets a frozen weight
+    of 1, as for a LayerNorm.
+
     Raises:
-        ValueError: more than one normalised dimension, or no weight
-            (elementwise_affine=False).
+        ValueError: more than one normalised dimension.
     """
     from tf_tutorial.norm import RMSNorm
 
-    if len(m.normalized_shape) != 1 or m.weight is None:
+    if len(m.normalized_shape) != 1:
         raise ValueError(f"from_torch(nn.RMSNorm): expected one normalised "
-                         f"dimension with a weight, but got "
-                         f"normalized_shape={m.normalized_shape}, "
-                         f"elementwise_affine={m.elementwise_affine}")
+                         f"dimension, but got "
+                         f"normalized_shape={m.normalized_shape}")
     eps = m.eps
     if eps is None:
-        eps = torch.finfo(
-            torch.promote_types(m.weight.dtype, torch.float32)).eps
+        dtype = torch.float32 if m.weight is None else m.weight.dtype
+        eps = torch.finfo(torch.promote_types(dtype, torch.float32)).eps
     ours = _placed_like(RMSNorm(m.normalized_shape[0], eps=eps), m)
     with torch.no_grad():
-        ours.weight.copy_(m.weight)
+        if m.weight is None:
+            ours.weight.fill_(1.0).requires_grad_(False)
+        else:
+            ours.weight.copy_(m.weight)
     return ours
 
 

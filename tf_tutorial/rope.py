@@ -128,8 +128,9 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         match L, non-integer positions, or base <= 0.
     """
     require_tensors(x=x)
-    if x.dim() < 1 or x.shape[-1] % 2:
-        raise ValueError(f"rotate: the last dimension must be even, but got "
+    if x.dim() < 1 or x.shape[-1] % 2 or x.shape[-1] == 0:
+        raise ValueError(f"rotate: the last dimension must be even and "
+                         f"positive, but got "
                          f"{x.shape[-1] if x.dim() else 'a 0-d tensor'} "
                          f"(x of shape {tuple(x.shape)})")
     if not x.is_floating_point():
