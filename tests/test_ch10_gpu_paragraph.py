@@ -95,3 +95,20 @@ def test_the_kv_cache_sentence_states_the_sizes_the_record_holds(render):
     assert "每批 16 句、写满 48 个词元" in render(sized)
     # the committed record predates the sizes: those gpu_run used then
     assert "每批 32 句、写满 64 个词元" in render(lambda gpu: None)
+
+
+def test_the_kv_cache_sentence_follows_the_measured_gain(render):
+    assert "KV 缓存在 GPU 上省得少" in render(lambda gpu: None)     # the committed 1.3x
+    def faster(gpu):
+        for k in ("greedy", "beam 4"):
+            gpu["kv_cache"][f"{k}, recompute"] = 3 * gpu["kv_cache"][f"{k}, KV cache"]
+    text = render(faster)
+    assert "KV 缓存在 GPU 上也省时间" in text and "换不回多少时间" not in text
+
+
+def test_a_time_budget_that_ends_training_is_not_called_a_cut_schedule(render):
+    text = render(lambda gpu: None)
+    assert "时间预算先到，配置的步数上限 20,000 没有起作用" in text and "日程" not in text
+    def all_steps(gpu):
+        gpu["run"]["steps"] = gpu["run"]["config"]["steps"]
+    assert "没有起作用" not in render(all_steps)

@@ -434,8 +434,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     every evaluation and at the end; created if missing, checked before the
     first step. ``resume``: a checkpoint path; training continues from its
     step with the same data order and random state, so the loss curve carries
-    on as if never stopped. ``max_steps`` stops early (the schedule still follows
-    ``cfg.steps``); used to show resuming. ``max_seconds`` stops once that much
+    on as if never stopped. ``max_steps`` stops early (the learning rate of a
+    step does not depend on where training stops); used to show resuming. ``max_seconds`` stops once that much
     training time has passed (a time budget). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests
     use "aot_eager"). ``on_eval(step, model, seconds)`` is called after every
