@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import random
 import re
 import statistics
 import time
@@ -38,22 +39,26 @@ def timed(fn: Callable[[], R]) -> tuple[R, float]:
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
                         warmup: int = 2) -> dict[str, float]:
-    """几个函数轮流计时（A、B、A、B……），各取中位数秒数。
+    """几个函数轮流计时，每一轮的先后次序都重新随机排一次，各取中位数秒数。
 
     Timed in turns rather than one after the other, so that a drift in the machine's speed
-    (clock, caches, other load) hits all of them alike. Each function first runs ``warmup``
-    times untimed.
+    (clock, caches, other load) hits all of them alike. Each round takes its own order, drawn
+    from a fixed seed: in one fixed order A, B, C, … a function always ran in the same place and
+    after the same one, and inherited what that one left behind (the cache's contents, memory to
+    free). On a 2-core CPU that made the second of two calls of one and the same kernel look
+    1.4 times slower than the first. Each function first runs ``warmup`` times untimed.
     """
     require_sizes(repeat=repeat)
     require_counts(warmup=warmup)
     for fn in fns.values():
         for _ in range(warmup):
             fn()
-    times: dict[str, list[float]] = {name: [] for name in fns}
+    names, rng = list(fns), random.Random(0)
+    times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(repeat):
-        for name, fn in fns.items():
-            times[name].append(timed(fn)[1])
-    return {name: statistics.median(t) for name, t in times.items()}
+        for name in rng.sample(names, len(names)):
+            times[name].append(timed(fns[name])[1])
+    return {name: statistics.median(times[name]) for name in names}
 
 
 def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
