@@ -85,7 +85,7 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
 def scaled_dot_product_attention(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         mask: torch.Tensor | None = None, dropout_p: float = 0.0):
-    """缩放点积注意力的可读版本：相乘、缩放、掩码、softmax、再相乘。
+    """缩放点积注意力的可读版本：缩放、相乘、掩码、softmax、再相乘。
 
     The readable reference path: scale → matmul → mask → softmax → matmul.
 
