@@ -29,6 +29,13 @@ def test_gradcheck_float64():
         ln.weight.uniform_(0.5, 1.5)
     x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
     assert torch.autograd.gradcheck(ln, (x,))
+    # and the gradients of gamma and beta, on both paths
+    for fused in (False, True):
+        ln.fused = fused
+        params = (ln.weight.detach().clone().requires_grad_(),
+                  torch.randn(5, dtype=torch.float64, requires_grad=True))
+        with_params = lambda x, w, b: torch.func.functional_call(ln, {"weight": w, "bias": b}, (x,))
+        assert torch.autograd.gradcheck(with_params, (x, *params))
 
 
 def test_output_statistics_and_eps_inside_the_root():
