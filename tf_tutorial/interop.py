@@ -170,13 +170,16 @@ def _activation_name(m: nn.Module) -> str:
 
 
 def _copy_linear_norm(pairs) -> None:
-    """Copy weights and biases; a norm also takes its own ε (each of a torch
-    layer's norms may have been given another after construction). A weight
-    or bias that torch's module lacks becomes 1 or 0, frozen."""
+    """Copy weights and biases; a LayerNorm also takes its own ε (each of a
+    torch layer's norms may have been given another after construction). A
+    weight or bias that torch's module lacks becomes 1 or 0, frozen; one that
+    ours lacks (RMSNorm has no bias) is skipped."""
     with torch.no_grad():
         for mine, theirs in pairs:
             for name, absent in (("weight", 1.0), ("bias", 0.0)):
-                if getattr(theirs, name) is not None:
+                if not hasattr(mine, name):
+                    continue
+                if getattr(theirs, name, None) is not None:
                     getattr(mine, name).copy_(getattr(theirs, name))
                 else:
                     getattr(mine, name).fill_(absent).requires_grad_(False)
@@ -288,11 +291,7 @@ def convert_rms_norm(m: nn.Module) -> nn.Module:
         dtype = torch.float32 if m.weight is None else m.weight.dtype
         eps = torch.finfo(torch.promote_types(dtype, torch.float32)).eps
     ours = _placed_like(RMSNorm(m.normalized_shape[0], eps=eps), m)
-    with torch.no_grad():
-        if m.weight is None:
-            ours.weight.fill_(1.0).requires_grad_(False)
-        else:
-            ours.weight.copy_(m.weight)
+    _copy_linear_norm([(ours, m)])
     return ours
 
 

@@ -435,8 +435,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     first step. ``resume``: a checkpoint path; training continues from its
     step with the same data order and random state, so the loss curve carries
     on as if never stopped. ``max_steps`` stops early (the learning rate of a
-    step does not depend on where training stops); used to show resuming. ``max_seconds`` stops once that much
-    training time has passed (a time budget). ``compile``: True for
+    step does not depend on where training stops); used to show resuming.
+    ``max_seconds`` stops once that much training time has passed (a time
+    budget). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests
     use "aot_eager"). ``on_eval(step, model, seconds)`` is called after every
     evaluation, ``seconds`` being the training time so far (``scripts/gpu_run.py``

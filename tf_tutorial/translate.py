@@ -21,8 +21,7 @@ import sys
 import torch
 
 from tf_tutorial._checks import require_sizes
-from tf_tutorial.corpus.data import Vocab, normalise
-from tf_tutorial.corpus.grammar import TITLES
+from tf_tutorial.corpus.data import TITLE_WORDS, Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import (CheckpointError, checkpoint_path,
@@ -158,7 +157,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
-_ABBREVIATIONS = {en + "." for en, _ in TITLES}          # "Dr." ends no sentence
+_ABBREVIATIONS = {t + "." for t in TITLE_WORDS}          # "Dr." ends no sentence
 
 
 def sentences(arguments: list[str]) -> list[str]:

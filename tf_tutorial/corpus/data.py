@@ -69,7 +69,7 @@ def tokenize_en(text: str) -> list[str]:
 
 
 _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,000 one number; 1,2 two; w3 none
-_TITLES = {en for en, _ in TITLES}          # Mr, Ms, Dr, Professor: typed "Dr.", the corpus writes "Dr"
+TITLE_WORDS = {en for en, _ in TITLES}      # Mr, Ms, Dr, Professor: typed "Dr.", the corpus writes "Dr"
 _NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.5, -5
 _NOT = re.compile(r"\b(do|does|did|is|are|was|were)n't\b", re.IGNORECASE)     # doesn't → does not
 _FINAL = {".", "?"}
@@ -90,7 +90,7 @@ def _known(word: str, vocab: Vocab, first: bool = False) -> str | None:
     ("He runs." is the pronoun he, not the surname He), except for a title ("Professor Wang").
     """
     forms = [word, word.lower(), word[:1].upper() + word[1:].lower()]
-    if first and word not in _TITLES:
+    if first and word not in TITLE_WORDS:
         forms.insert(0, word.lower())
     for form in forms:
         if form in vocab:
@@ -140,7 +140,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
                 i += n
                 break
     tokens = [t for k, t in enumerate(tokens)
-              if not (t == "." and 0 < k < len(tokens) - 1 and tokens[k - 1] in _TITLES)
+              if not (t == "." and 0 < k < len(tokens) - 1 and tokens[k - 1] in TITLE_WORDS)
               and not (t in _FINAL and k > 0 and tokens[k - 1] in _FINAL)]
     while tokens and tokens[-1] == ",":
         tokens.pop()
