@@ -4,8 +4,8 @@ import time
 import pytest
 import torch
 
-from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, machine_label,
-                                      median_time, timed)
+from tf_tutorial.timing.clock import (describe_machine, interleaved_medians, interleaved_times,
+                                      machine_label, median_time, ratio_quartiles, timed)
 
 
 def test_median_time_measures_the_call():
@@ -56,6 +56,51 @@ def test_interleaved_medians_do_not_favour_a_place_in_the_order(monkeypatch):
     monkeypatch.setattr(clock_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     times = interleaved_medians({k: fn for k in "abc"}, repeat=9, warmup=0)
     assert times == {"a": 1.0, "b": 1.0, "c": 1.0}
+
+
+def _fake_clock(monkeypatch, durations):
+    """perf_counter advances by the next of ``durations`` on each timed call."""
+    import types
+
+    import tf_tutorial.timing.clock as clock_module
+    clock, it = [0.0], iter(durations)
+
+    def fn():
+        clock[0] += next(it)
+    monkeypatch.setattr(clock_module, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+    return fn
+
+
+def test_interleaved_times_keep_one_entry_per_round_in_round_order(monkeypatch):
+    order = []
+    fns = {name: (lambda name=name: order.append(name)) for name in "ab"}
+    times = interleaved_times(fns, repeat=4, warmup=0)
+    assert list(times) == ["a", "b"] and all(len(t) == 4 for t in times.values())
+    # the k-th call of each function is its k-th entry, whatever order a round drew
+    fn = _fake_clock(monkeypatch, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    calls = []
+    times = interleaved_times({k: (lambda k=k: calls.append(k) or fn()) for k in "ab"},
+                              repeat=3, warmup=0)
+    expected = {"a": [], "b": []}
+    for k, d in zip(calls, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]):
+        expected[k].append(d)
+    assert times == expected
+    assert interleaved_medians({"a": lambda: None}, repeat=3, warmup=0).keys() == {"a"}
+
+
+def test_ratio_quartiles_divide_within_a_round():
+    # b is exactly twice a in every round although both drift 10x between rounds:
+    # the per-round ratio has no spread, the pooled times would
+    times = {"a": [1.0, 10.0, 2.0, 5.0], "b": [2.0, 20.0, 4.0, 10.0]}
+    q = ratio_quartiles(times, "a")
+    assert q["a"] == (1.0, 1.0) and q["b"] == pytest.approx((2.0, 2.0))
+    q = ratio_quartiles({"a": [1.0] * 5, "b": [1.0, 2.0, 3.0, 4.0, 5.0]}, "a")
+    assert q["b"] == pytest.approx((2.0, 4.0))
+    assert ratio_quartiles({"a": [2.0], "b": [3.0]}, "a")["b"] == (1.5, 1.5)
+    with pytest.raises(KeyError, match="base='c' is not one of the timed names"):
+        ratio_quartiles(times, "c")
+    with pytest.raises(ValueError, match="'b' has 1 rounds but base='a' has 4"):
+        ratio_quartiles({"a": [1.0] * 4, "b": [1.0]}, "a")
 
 
 def test_timed_returns_the_result_and_the_seconds():

@@ -14,7 +14,7 @@ import torch
 from conftest import ROOT
 from tf_tutorial.book.records import load_benchmarks, load_record
 from tf_tutorial.timing.clock import saved_activation_bytes
-from tf_tutorial.timing.compare import (PackedQKVAttention, TorchCoreTransformer, compare_training_step,
+from tf_tutorial.timing.compare import (PackedQKVAttention, to_markdown, TorchCoreTransformer, compare_training_step,
                                         pack_self_attention, ratio_table, run_all, write_record, zh)
 
 
@@ -75,6 +75,13 @@ def test_a_result_names_machine_date_method_and_medians(quick):
     assert quick["wall_seconds"] > 0 and set(quick["load_average_1min"]) == {"before", "after"}
     for row in quick["rows"]:
         assert row["seconds"] > 0 and row["ratio"] > 0
+        q1, q3 = row["ratio_quartiles"]                 # the spread of the ratio, round by round
+        assert 0 < q1 <= q3
+    # the baseline of each group is 1 in every round
+    bases = {"nn.MultiheadAttention", "nn.Transformer", "recompute", "nn.LayerNorm",
+             "F.scaled_dot_product_attention"}
+    assert all(row["ratio_quartiles"] == [1.0, 1.0] or row["ratio_quartiles"] == (1.0, 1.0)
+               for row in quick["rows"] if row["impl"] in bases)
 
 
 def test_a_quick_run_is_never_a_record(quick, tmp_path):
@@ -115,7 +122,20 @@ def test_python_m_benchmarks_quick_writes_json_and_markdown(tmp_path):
     result = json.loads((tmp_path / "benchmarks.json").read_text(encoding="utf-8"))
     assert result["quick"] is True and result["rows"]
     md = (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
-    assert "| 注意力（前向 + 反向） | L=128 | 本书实现（参考路径） |" in md and md.startswith("机器：")
+    assert md.startswith("机器：") and "\n**注意力（前向 + 反向）**\n" in md
+    assert "| L=128 | 本书实现（参考路径） |" in md
+    # one table per benchmark; a memory column only where its rows have one
+    tables = md.split("\n\n**")[1:]
+    assert len(tables) == len({r["benchmark"] for r in result["rows"]})
+    attention = next(t for t in tables if t.startswith("注意力（前向 + 反向）"))
+    decoding = next(t for t in tables if t.startswith("贪心解码"))
+    assert "保存的激活（MiB）" in attention and "MiB" not in decoding
+    old = {**result, "rows": [{k: v for k, v in r.items() if k != "ratio_quartiles"}
+                              for r in result["rows"]]}           # a record from before the spread
+    assert "四分位" not in to_markdown(old) and "| L=128 | 本书实现（参考路径） |" in to_markdown(old)
+    row = next(r for r in result["rows"] if r["impl"] == "ours, reference path")
+    q1, q3 = row["ratio_quartiles"]
+    assert f"| {row['ratio']:.2f}× | {q1:.2f}–{q3:.2f} |" in md   # the spread beside the ratio
 
 
 @pytest.mark.parametrize("args, message", [

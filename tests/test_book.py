@@ -245,15 +245,23 @@ def _display_width(line: str) -> int:
 
 
 def _wide_code_lines(text: str) -> list[str]:
-    wide, inside, shown = [], False, True
+    """Code lines wider than the column: in code cells, and in the prose's plain fenced blocks
+    (```bash ...; chapter 10's shell commands ran past the column). A directive's block
+    (```{note}) holds prose, which wraps."""
+    wide, fence, shown = [], None, True
     for n, line in enumerate(text.splitlines(), 1):
-        if line.startswith("```{code-cell}"):
-            inside, shown = True, True
+        if fence is None:
+            if line.startswith("```{code-cell}"):
+                fence, shown = "code", True
+            elif re.match(r"^```[\w+-]*\s*$", line):
+                fence, shown = "code", True
+            elif line.startswith("```"):
+                fence = "directive"
         elif line.startswith("```"):
-            inside = False
-        elif inside and line.startswith(":tags:") and "remove-cell" in line:
+            fence = None
+        elif fence == "code" and line.startswith(":tags:") and "remove-cell" in line:
             shown = False      # not on the page (the Colab install cell): the column does not apply
-        elif inside and shown and _display_width(line) > CODE_COLUMNS:
+        elif fence == "code" and shown and _display_width(line) > CODE_COLUMNS:
             wide.append(f"line {n} ({_display_width(line)} columns): {line.strip()[:60]}")
     return wide
 
@@ -426,6 +434,16 @@ def test_appendix_letters_follow_the_table_of_contents():
                 if not names.get(letter, "").startswith(name):
                     wrong.append(f"{md.name}:{n}: {letter} {name} (it is {names.get(letter)!r})")
     assert not wrong, wrong
+
+
+def test_bibliography_holds_no_latex_the_html_would_print_literally():
+    """The references page showed "\\texttt tensor2tensor/..." and "$o(n^2)$": the bibliography
+    style renders neither LaTeX commands nor math."""
+    bib = (ROOT / "references.bib").read_text(encoding="utf-8")
+    commands = set(re.findall(r"\\([a-zA-Z]{2,})", bib)) - {"url"}   # one-letter accents ({\L}) render
+    assert not commands, f"LaTeX commands in references.bib: {commands}"
+    fields = re.findall(r"^\s*\w+\s*=\s*\{(.*)\},?\s*$", bib, flags=re.M)
+    assert fields and not [f for f in fields if "$" in f]
 
 
 def _bib_surnames() -> dict[str, set[str]]:

@@ -181,8 +181,11 @@ def test_sampling_a_row_with_no_distribution_names_the_rows():
     with pytest.raises(ValueError, match=re.escape("logits: 2 row(s) give no distribution to sample from "
                                                    "(rows [0, 5] of the flattened (6, 5))")):
         sample(logits)
+    with pytest.raises(ValueError, match=re.escape("logits: 2 row(s) give no distribution to sample from "
+                                                   "(rows [0, 5] of the flattened (6, 5))")):
+        sample(logits, top_k=1)                              # greedy: argmax alone gave 0 and the NaN's index
     logits[0, 0, 1] = logits[1, 2, 3] = 0.0                   # one finite logit is enough
-    assert sample(logits)[1, 2] == 3
+    assert sample(logits)[1, 2] == 3 and sample(logits, top_k=1)[1, 2] == 3
 
 
 @pytest.mark.parametrize("module, name", [

@@ -238,6 +238,9 @@ def test_decoding_rejects_bad_sources_and_ids_by_name(model, src):
     with pytest.raises(ValueError, match="eos_id=27 is out of range"):
         beam_search(model, src, eos_id=27)
     assert greedy_decode(model, src, eos_id=-1, max_len=5).shape == (3, 5)   # never stops early
+    for decode in (greedy_decode, beam_search, attention_maps):    # was "'Linear' object has no attribute"
+        with pytest.raises(TypeError, match=r"^model: expected a tf_tutorial.model.Transformer .*but got Linear$"):
+            decode(torch.nn.Linear(2, 2), src, src)
 
 
 def test_a_source_on_another_device_than_the_model_is_refused_with_the_fix(model, src):
@@ -330,6 +333,9 @@ def test_max_len_may_give_each_sentence_its_own_limit(model, src, decode):
             assert torch.equal(out[i, :n], decode(model, src[i:i + 1], eos_id=-1, max_len=n)[0])
             assert (out[i, n:] == 0).all()
     assert decode(model, src, eos_id=-1, max_len=np.int64(5)).shape == (3, 5)   # a NumPy int is an int
+    assert decode(model, src, eos_id=-1, max_len=torch.tensor(5)).shape == (3, 5)   # so is a 0-d tensor
+    with pytest.raises(ValueError, match=r"but got shape \(\), dtype torch.float32$"):
+        decode(model, src, max_len=torch.tensor(5.0))
     with pytest.raises(ValueError, match=r"^max_len: expected an int or 3 ints \(one per sentence\), "
                                          r"but got \[4, 9\]$"):
         decode(model, src, max_len=[4, 9])

@@ -34,6 +34,15 @@ def test_glue_without_myst_nb_is_a_silent_no_op(monkeypatch):
     assert glue("speedup", "3.2") is None
 
 
+def test_pad_aligns_columns_of_mixed_chinese_and_latin_text():
+    from tf_tutorial.book.notebook import display_width, pad
+    rows = [("位置", "解码器输入"), (0, "<bos>"), (3, "中国")]
+    lines = [pad(a, 6) + pad(b, 12) + "|" for a, b in rows]
+    assert {display_width(line) for line in lines} == {19}
+    assert [display_width(line.split("|")[0]) for line in lines] == [18] * 3
+    assert pad("太长的一段文字", 4) == "太长的一段文字"
+
+
 def test_display_width_counts_cjk_as_two():
     from tf_tutorial.book.notebook import display_width
     assert display_width("abc") == 3

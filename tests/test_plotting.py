@@ -212,6 +212,44 @@ def test_style_outside_ipython_leaves_the_backend_alone():
         assert matplotlib.rcParams["savefig.dpi"] == plotting.DISPLAY_DPI * plotting.PIXEL_SCALE
 
 
+def test_layer_diagram_marks_a_repeated_layer_left_of_every_box():
+    fig, ax = plt.subplots()
+    boxes = [("a", "(B, S, D)", "w"), ("b", "(B, S, D)", "w")]
+    plotting.layer_diagram(ax, boxes, title="x", residuals=[(0, 1)])
+    assert not [t for t in ax.texts if t.get_text() == "× N"]
+    plotting.layer_diagram(ax, boxes, title="x", residuals=[(0, 1)], repeat="× N")
+    fig.canvas.draw()
+    label, = [t for t in ax.texts if t.get_text() == "× N"]
+    inv = ax.transData.inverted()
+    box_left = min(p.get_extents().x0 for p in ax.patches)
+    label_right = label.get_window_extent().x1
+    assert label_right < box_left                       # left of the boxes
+    x_min = inv.transform((label.get_window_extent().x0, 0))[0]
+    assert x_min > ax.get_xlim()[0]                     # inside the axes
+    plt.close(fig)
+
+
+def test_plain_log_ticks_write_plain_numbers():
+    fig, (a, b) = plt.subplots(1, 2)
+    a.plot([1, 50, 100], [7.0, 2.5, 1.4])
+    a.set_yscale("log")
+    b.loglog([1, 1000], [0.06, 0.3])
+    fig.canvas.draw()
+    before = [t.get_text() for t in a.get_yticklabels(minor=True) if t.get_text()]
+    assert any("times" in t for t in before)            # matplotlib's own: $2\\times10^{0}$ ...
+    for ax in (a, b):
+        plotting.plain_log_ticks(ax)
+    fig.canvas.draw()
+    labels = {ax: [t.get_text() for t in ax.get_yticklabels(minor=True) + ax.get_yticklabels()
+                   if t.get_text()] for ax in (a, b)}
+    assert {"2", "3", "4", "6"} <= set(labels[a])
+    assert not [t for t in labels[a] + labels[b] if "$" in t or "times" in t]
+    assert {"0.06", "0.2", "0.3"} <= set(labels[b])
+    with pytest.raises(ValueError, match="axis must be 'x' or 'y', but got 'z'"):
+        plotting.plain_log_ticks(a, "z")
+    plt.close(fig)
+
+
 def test_layer_diagram_names_a_bad_box_list():
     fig, ax = plt.subplots()
     with pytest.raises(ValueError, match="^layer_diagram needs at least one box, but got none$"):

@@ -293,9 +293,14 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     state["model"]["src_embed.table.weight"] = torch.zeros(3, 3)
     state["train_config"]["d_model"] = 32
     torch.save(state, tmp_path / "wrong.pt")
+    # resumed without --out, it would save as checkpoint.pt beside itself: over the good one
     r = _cli("--config", "tiny", "--resume", str(tmp_path / "wrong.pt"), "--steps", "7", "--no-progress")
+    assert r.returncode == 2 and "already holds a checkpoint" in r.stderr
+    r = _cli("--config", "tiny", "--resume", str(tmp_path / "wrong.pt"), "--steps", "7", "--no-progress",
+             "--out", str(tmp_path / "elsewhere"))
     assert r.returncode == 2 and "does not fit this model" in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["step"] == 6
 
 
 def test_ddp_two_cpu_processes_end_with_identical_weights(tmp_path):
@@ -473,8 +478,10 @@ def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     assert main(["--config", "tiny", "--steps", "4", "--out", str(out), "--no-progress"]) == 0
     capsys.readouterr()
     ckpt = str(out / "checkpoint.pt")
-    for steps, message in ((None, "is already at step 4 of 4; give a larger --steps"),
-                           ("3", "is already at step 4 of 3; give --steps larger than 4")):
+    for steps, message in ((None, "has already trained 4 steps, and 4 steps in all were asked for; "
+                                  "give a larger --steps"),
+                           ("3", "has already trained 4 steps, and 3 steps in all were asked for; "
+                                 "give --steps larger than 4")):
         with pytest.raises(SystemExit) as exit_info:
             main(["--resume", ckpt, "--no-progress"] + (["--steps", steps] if steps else []))
         err = capsys.readouterr().err
@@ -489,6 +496,16 @@ def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     assert main(["--resume", ckpt, "--steps", "8", "--no-progress"]) == 0
     assert load_checkpoint(ckpt)["step"] == 8
     assert json.loads((out / "results.json").read_text())["steps"] == 8
+    # a fresh run into the same folder would silently replace the 8-step checkpoint
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", "tiny", "--steps", "2", "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert f"--out {out} already holds a checkpoint; continue it with --resume {out}" in err
+    assert load_checkpoint(ckpt)["step"] == 8
+    assert main(["--config", "tiny", "--steps", "2", "--out", str(out), "--overwrite",
+                 "--no-progress"]) == 0
+    assert load_checkpoint(ckpt)["step"] == 2
 
 
 def test_train_passes_its_settings_to_every_step(corpus, monkeypatch):

@@ -191,6 +191,8 @@ def test_checkpoint_errors(tmp_path):
     torch.save({"weights": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a tf_tutorial training checkpoint"):
         load_translator(tmp_path / "other.pt")
+    with pytest.raises(TypeError, match=r"^path: expected a file or folder name \(str or Path\), but got NoneType$"):
+        load_translator(None)                      # was Path()'s message, which named no argument
 
 
 # --- command line, in process ----------------------------------------------------------------

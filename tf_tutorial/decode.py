@@ -49,6 +49,11 @@ def _in_eval_mode(fn):
     caller's mode."""
     @functools.wraps(fn)
     def run(model, *args, **kwargs):
+        # duck-typed: a torch.compile'd Transformer passes its attributes on
+        if not all(hasattr(model, a) for a in ("config", "encode", "decode")):
+            raise TypeError(f"model: expected a tf_tutorial.model.Transformer "
+                            f"(with config, encode and decode), but got "
+                            f"{type(model).__name__}")
         was_training = model.training
         model.eval()
         try:
@@ -84,6 +89,9 @@ def _max_len(model: Transformer, src: torch.Tensor,
         real = (src != model.config.pad_id).sum(1)
         caps = (real + 20).clamp(max=limit)
     else:
+        if (isinstance(max_len, torch.Tensor) and max_len.dim() == 0
+                and not max_len.is_floating_point() and max_len.dtype != torch.bool):
+            max_len = int(max_len)       # a 0-d integer tensor is one int
         per_sentence = isinstance(max_len, (list, tuple, torch.Tensor))
         if per_sentence:
             caps = torch.as_tensor(max_len, device=src.device)

@@ -390,20 +390,30 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
             the device instead.
     """
     _check_sampling(temperature, top_k, top_p, logits)
-    if top_k == 1:
+    if top_k == 1:     # greedy: the same refusal, without a draw
+        flat = logits.reshape(-1, logits.shape[-1])
+        bad = flat.isnan().any(-1) | (flat == -math.inf).all(-1)
+        if bad.any():
+            raise _no_distribution(flat, bad)
         return logits.argmax(-1)
     p = sampling_probs(logits, temperature, top_k, top_p)
     flat = p.reshape(-1, p.shape[-1])
     try:
         drawn = torch.multinomial(flat, 1, generator=generator)
     except RuntimeError:
-        bad = (~torch.isfinite(flat).all(-1)).nonzero().flatten().tolist()
-        if not bad:
+        bad = ~torch.isfinite(flat).all(-1)
+        if not bad.any():
             raise
-        raise ValueError(f"logits: {len(bad)} row(s) give no distribution to "
-                         f"sample from (rows {bad[:5]} of the flattened "
-                         f"{tuple(flat.shape)}): all -inf, or a NaN") from None
+        raise _no_distribution(flat, bad) from None
     return drawn.view(p.shape[:-1])
+
+
+def _no_distribution(flat: torch.Tensor, bad: torch.Tensor) -> ValueError:
+    """The error of :func:`sample` for the rows of ``flat`` marked ``bad``."""
+    rows = bad.nonzero().flatten().tolist()
+    return ValueError(f"logits: {len(rows)} row(s) give no distribution to "
+                      f"sample from (rows {rows[:5]} of the flattened "
+                      f"{tuple(flat.shape)}): all -inf, or a NaN")
 
 
 @torch.no_grad()

@@ -235,6 +235,9 @@ def save_checkpoint(path, **state) -> None:
 
 def checkpoint_path(path) -> Path:
     """检查点文件的路径：给的是一次运行的文件夹（``--out``）时，取其中的 ``checkpoint.pt``。"""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file or folder name (str or Path), "
+                        f"but got {type(path).__name__}")
     path = Path(path)
     return path / "checkpoint.pt" if path.is_dir() else path
 
@@ -644,6 +647,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--resume", type=Path, default=None,
                    help="checkpoint to continue from, up to its total --steps "
                         "(or a larger --steps)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="start afresh even if --out already holds a "
+                        "checkpoint (it is replaced)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
     p.add_argument("--steps", type=int, default=None,
                    help="total number of steps (overrides the preset)")
@@ -717,8 +723,9 @@ def _config(parser, args) -> TrainConfig:
         hint = ("a larger --steps" if args.steps is None
                 else f"--steps larger than {state['step']}")
         parser.error(
-            f"checkpoint {args.resume} is already at step {state['step']} of "
-            f"{cfg.steps}; give {hint} to train further")
+            f"checkpoint {args.resume} has already trained {state['step']} "
+            f"steps, and {cfg.steps} steps in all were asked for; give {hint} "
+            "to train further")
     return cfg
 
 
@@ -740,6 +747,13 @@ def main(argv=None) -> int:
     if args.out is None and args.resume is not None:
         args.out = args.resume.parent      # go on saving where the run saved
     cfg = _config(parser, args)
+    if args.out is not None and not args.overwrite:
+        old = args.out / "checkpoint.pt"
+        if old.is_file() and (args.resume is None
+                              or old.resolve() != args.resume.resolve()):
+            parser.error(
+                f"--out {args.out} already holds a checkpoint; continue it "
+                f"with --resume {args.out}, or add --overwrite to replace it")
     created = None if args.out is None else _prepare_out(parser, args.out)
     try:
         result = train(

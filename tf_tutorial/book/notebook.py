@@ -78,6 +78,19 @@ def display_width(text: str) -> int:
                for ch in text)
 
 
+def pad(text, width: int) -> str:
+    """在右边补空格，让文字在等宽字体里占满 ``width`` 列：汉字算两列。
+
+    Left-align ``text`` (anything ``str()`` takes) in ``width`` display
+    columns, the way ``f"{text:<{width}}"`` would if a CJK character were one
+    column wide; it is two, so f-string padding misaligns a table that mixes
+    Chinese and Latin text. Text already wider than ``width`` is returned
+    unchanged.
+    """
+    text = str(text)
+    return text + " " * max(0, width - display_width(text))
+
+
 def wrap(text: str, width: int = 76, indent: str = "  ") -> str:
     """把一行长文字按显示宽度折成几行，续行缩进 ``indent``；汉字算两列。
 

@@ -152,6 +152,26 @@ def sharp_inline_figures() -> bool:
     return True
 
 
+def plain_log_ticks(ax, axis: str = "y") -> None:
+    """对数轴的刻度写成普通的数（0.06、3、1000），不写 6×10⁻²、3×10⁰。
+
+    Matplotlib labels the minor ticks of a log axis that spans less than a
+    decade or two ("6×10⁰ 4×10⁰ 3×10⁰"); this keeps its choice of which ticks
+    to label and writes each as a plain number.
+    """
+    from matplotlib.ticker import LogFormatter
+
+    class Plain(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):
+            return f"{x:g}"
+
+    if axis not in ("x", "y"):
+        raise ValueError(f"axis must be 'x' or 'y', but got {axis!r}")
+    a = ax.xaxis if axis == "x" else ax.yaxis
+    a.set_major_formatter(Plain())
+    a.set_minor_formatter(Plain(minor_thresholds=(2, 0.5)))
+
+
 def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=None,
             xlabel: str | None = None, ylabel: str | None = None, **imshow_kwargs):
     """在 ``ax`` 上画带色条的热力图（全书唯一的热力图画法）。
@@ -189,7 +209,8 @@ def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=
     return image
 
 
-def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_label: str = ""):
+def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_label: str = "",
+                  repeat: str = ""):
     """自下而上画出一层的数据流：每一步一个方框，旁边标出它输出的形状。
 
     Draw a layer's data flow bottom to top: one box per step, its output shape beside it.
@@ -199,6 +220,8 @@ def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_
         residuals: ``[(i, j), ...]``: a shortcut from the input of box i to box j (Add & Norm).
         side_inputs: ``[(i, text), ...]``: an arrow entering box i from the right (e.g. memory).
         input_label: text under the first box (what flows in).
+        repeat: if given (e.g. ``"× N"``), a bracket left of all the boxes with
+            this text: the layer is stacked that many times.
     """
     from matplotlib.patches import FancyBboxPatch
 
@@ -234,7 +257,16 @@ def layer_diagram(ax, boxes, *, title: str, residuals=(), side_inputs=(), input_
     for i, text in side_inputs:
         ax.annotate(text, xy=(width / 2, y[i] + height * 0.3), xytext=(width / 2 + 1.6, y[i] - 0.55),
                     fontsize=8, ha="left", arrowprops=dict(arrowstyle="->", color="C0"))
-    ax.set_xlim(-width / 2 - 1.2, width / 2 + 3.2)
+    left = -width / 2 - 1.2
+    if repeat:
+        x_b = -width / 2 - 1.0
+        bottom, top = y[0] - gap / 2 - 0.1, y[-1] + height + 0.1
+        ax.plot([x_b + 0.12, x_b, x_b, x_b + 0.12], [bottom, bottom, top, top],
+                color="0.3", lw=1.2)
+        ax.text(x_b - 0.1, (bottom + top) / 2, repeat, ha="right", va="center",
+                fontsize=11)
+        left -= 1.1
+    ax.set_xlim(left, width / 2 + 3.2)
     ax.set_ylim(-gap - 0.6, y[-1] + height + gap + 0.2)
     ax.axis("off")
     ax.set_title(title)

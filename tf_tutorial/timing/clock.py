@@ -37,9 +37,9 @@ def timed(fn: Callable[[], R]) -> tuple[R, float]:
     return out, time.perf_counter() - start
 
 
-def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
-                        warmup: int = 2) -> dict[str, float]:
-    """几个函数轮流计时，每一轮的先后次序都重新随机排一次，各取中位数秒数。
+def interleaved_times(fns: dict[str, Callable[[], object]], repeat: int = 5,
+                      warmup: int = 2) -> dict[str, list[float]]:
+    """几个函数轮流计时，每一轮的先后次序都重新随机排一次；返回每一轮的秒数。
 
     Timed in turns rather than one after the other, so that a drift in the machine's speed
     (clock, caches, other load) hits all of them alike. Each round takes its own order, drawn
@@ -47,6 +47,9 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
     after the same one, and inherited what that one left behind (the cache's contents, memory to
     free). On a 2-core CPU that made the second of two calls of one and the same kernel look
     1.4 times slower than the first. Each function first runs ``warmup`` times untimed.
+
+    Returns ``{name: [seconds of round 1, round 2, …]}``: entry i of every list was timed in
+    the same round, so ratios can be taken round by round (:func:`ratio_quartiles`).
     """
     require_sizes(repeat=repeat)
     require_counts(warmup=warmup)
@@ -58,7 +61,38 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
     for _ in range(repeat):
         for name in rng.sample(names, len(names)):
             times[name].append(timed(fns[name])[1])
-    return {name: statistics.median(times[name]) for name in names}
+    return times
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,
+                        warmup: int = 2) -> dict[str, float]:
+    """几个函数轮流计时（:func:`interleaved_times`），各取中位数秒数。"""
+    return {name: statistics.median(t)
+            for name, t in interleaved_times(fns, repeat, warmup).items()}
+
+
+def ratio_quartiles(times: dict[str, list[float]], base: str) -> dict[str, tuple[float, float]]:
+    """逐轮的比值（每个函数对 ``base``，同一轮里相除）的下、上四分位数。
+
+    The spread of a ratio, from :func:`interleaved_times`: a function and ``base`` timed in
+    the same round met the same state of the machine, so their ratio round by round shows how
+    far one round's verdict can wander. Half of the rounds' ratios lie between the two numbers
+    returned. With one round both are that round's ratio.
+    """
+    if base not in times:
+        raise KeyError(f"base={base!r} is not one of the timed names {list(times)}")
+    out = {}
+    for name, t in times.items():
+        if len(t) != len(times[base]):
+            raise ValueError(f"{name!r} has {len(t)} rounds but base={base!r} has "
+                             f"{len(times[base])}: not timed in the same rounds")
+        ratios = [a / b for a, b in zip(t, times[base])]
+        if len(ratios) < 2:
+            out[name] = (ratios[0], ratios[0])
+        else:
+            q1, _, q3 = statistics.quantiles(ratios, n=4, method="inclusive")
+            out[name] = (q1, q3)
+    return out
 
 
 def median_time(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:

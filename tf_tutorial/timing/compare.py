@@ -1,8 +1,10 @@
 """附录 A 的测量：本书的实现与 ``torch.nn`` 并排测速——注意力、完整训练步、解码。
 
 Each comparison runs its implementations in one process, with the same weights
-and inputs, in turns (:func:`~tf_tutorial.timing.clock.interleaved_medians`),
-and reports medians and ratios to a baseline. :func:`run_all` runs them all at
+and inputs, in turns (:func:`~tf_tutorial.timing.clock.interleaved_times`),
+and reports medians and ratios to a baseline; a record's rows also keep the
+quartiles of the ratio taken round by round
+(:func:`~tf_tutorial.timing.clock.ratio_quartiles`), the spread of the verdict. :func:`run_all` runs them all at
 the sizes of :data:`SIZES`; that is what ``python -m benchmarks`` calls, and
 ``--record`` commits its result under ``book/records/`` for the appendix to
 render. Timings are printed and recorded, never asserted.
@@ -16,6 +18,7 @@ import copy
 import json
 import os
 import re
+import statistics
 import time
 from pathlib import Path
 
@@ -30,7 +33,7 @@ from tf_tutorial.interop import from_torch
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.timing.clock import (
-    describe_machine, interleaved_medians, largest_tensor_bytes,
+    describe_machine, interleaved_times, largest_tensor_bytes, ratio_quartiles,
     saved_activation_bytes)
 
 
@@ -98,6 +101,12 @@ def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256,
     ``{name: (median seconds, activation bytes kept for backward)}``, PyTorch
     first.
     """
+    return _attention_rounds(batch, length, d_model, n_heads, repeat, device,
+                             packed)[0]
+
+
+def _attention_rounds(batch, length, d_model, n_heads, repeat, device, packed):
+    """:func:`compare_attention`, and the seconds of every round."""
     require_sizes(batch=batch, length=length, d_model=d_model,
                   n_heads=n_heads, repeat=repeat)
     if d_model % n_heads:      # nn.MultiheadAttention would only assert
@@ -117,9 +126,13 @@ def compare_attention(batch: int = 32, length: int = 128, d_model: int = 256,
     runs["ours, reference path"] = lambda: reference(x, x, x)
     steps = {name: (lambda fn=fn: fn().sum().backward())
              for name, fn in runs.items()}
-    times = interleaved_medians(steps, repeat=repeat, warmup=3)
-    return {name: (times[name], saved_activation_bytes(fn))
-            for name, fn in runs.items()}
+    rounds = interleaved_times(steps, repeat=repeat, warmup=3)
+    return {name: (_median(rounds[name]), saved_activation_bytes(fn))
+            for name, fn in runs.items()}, rounds
+
+
+def _median(t: list[float]) -> float:
+    return statistics.median(t)
 
 
 _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
@@ -181,6 +194,13 @@ def compare_decoding(d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
     ``{name: median seconds}`` plus ``"same_tokens"``: whether cached and
     recomputed decoding produced identical outputs (they must).
     """
+    return _decoding_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch,
+                            src_len, tokens, beam_size, repeat, device)[0]
+
+
+def _decoding_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch, src_len,
+                     tokens, beam_size, repeat, device):
+    """:func:`compare_decoding`, and the seconds of every round."""
     torch.manual_seed(0)
     cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff,
                             dropout=0.0, max_len=max(tokens + 1, src_len) + 1)
@@ -195,11 +215,12 @@ def compare_decoding(d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
                 (lambda fn=fn, c=cached: fn(c))
             for kind, fn in kinds.items() for cached in (True, False)}
     outputs = {name: fn() for name, fn in runs.items()}  # also the warm-up
-    out: dict = interleaved_medians(runs, repeat=repeat, warmup=0)
+    rounds = interleaved_times(runs, repeat=repeat, warmup=0)
+    out: dict = {name: _median(t) for name, t in rounds.items()}
     out["same_tokens"] = all(torch.equal(outputs[f"{kind}, KV cache"],
                                          outputs[f"{kind}, recompute"])
                              for kind in kinds)
-    return out
+    return out, rounds
 
 
 class TorchCoreTransformer(nn.Module):
@@ -255,6 +276,14 @@ def compare_training_step(d_model: int = 128, n_heads: int = 4,
     each, and ``loss_gap``: the largest difference of a first loss from
     PyTorch's (≈ 0 in float32: all compute the same function).
     """
+    return _training_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch,
+                            length, repeat, device, amp_dtype, compile,
+                            packed)[0]
+
+
+def _training_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch, length,
+                     repeat, device, amp_dtype, compile, packed):
+    """:func:`compare_training_step`, and the seconds of every round."""
     torch.manual_seed(0)
     cfg = TransformerConfig(vocab, vocab, d_model, n_heads, n_layers, d_ff,
                             dropout=0.0, max_len=length + 1)
@@ -278,10 +307,11 @@ def compare_training_step(d_model: int = 128, n_heads: int = 4,
             losses[name] = nn.functional.cross_entropy(
                 logits.flatten(0, 1), tgt[:, 1:].flatten()).item()
         steps[name] = _adam_step(model, src, tgt, autocast, compile)
-    results = interleaved_medians(steps, repeat=repeat, warmup=2)
+    rounds = interleaved_times(steps, repeat=repeat, warmup=2)
+    results: dict = {name: _median(t) for name, t in rounds.items()}
     results["loss_gap"] = max(abs(v - losses["nn.Transformer"])
                               for v in losses.values())
-    return results
+    return results, rounds
 
 
 def _adam_step(model, src, tgt, autocast: dict, compile: bool):
@@ -328,21 +358,24 @@ SIZES = {
 }
 
 METHOD = ("interleaved medians: within one comparison the implementations "
-          "run in turns (A, B, C, A, B, C, ...) after untimed warm-up runs, "
-          "with the same weights and inputs; each row is the median of "
-          "`repeat` timed runs, its ratio is to the first implementation of "
-          "its group")
+          "run in turns after untimed warm-up runs, in a new random order "
+          "each round (A, B, C, then C, A, B, ...), with the same weights and "
+          "inputs; each row is the median of `repeat` timed runs, its ratio is "
+          "to the first implementation of its group; ratio_quartiles are the "
+          "lower and upper quartiles of the ratio taken round by round")
 
 
 def _attention_rows(s: dict, repeat: int, device: str) -> list[dict]:
     rows = []
     for L in s["lengths"]:
-        r = compare_attention(s["batch"], L, s["d_model"], s["n_heads"],
-                              repeat, device, packed=True)
+        r, rounds = _attention_rounds(s["batch"], L, s["d_model"],
+                                      s["n_heads"], repeat, device, True)
         base_t, base_m = r["nn.MultiheadAttention"]
+        spread = ratio_quartiles(rounds, "nn.MultiheadAttention")
         for name, (t, m) in r.items():
             rows.append({"benchmark": "attention fwd+bwd", "size": f"L={L}",
                          "impl": name, "seconds": t, "ratio": t / base_t,
+                         "ratio_quartiles": spread[name],
                          "memory_bytes": m, "memory_ratio": m / base_m})
     return rows
 
@@ -355,14 +388,16 @@ def _training_rows(s: dict, repeat: int, device: str,
                      ("bf16 + torch.compile", torch.bfloat16, True)]
     rows = []
     for label, dtype, comp in variants:
-        r = compare_training_step(repeat=repeat, device=device,
-                                  amp_dtype=dtype, compile=comp,
-                                  packed=not comp, **s)
-        for name in [k for k in r if k != "loss_gap"]:
+        r, rounds = _training_rounds(
+            s["d_model"], s["n_heads"], s["n_layers"], s["d_ff"], s["vocab"],
+            s["batch"], s["length"], repeat, device, dtype, comp, not comp)
+        spread = ratio_quartiles(rounds, "nn.Transformer")
+        for name in rounds:
             rows.append({"benchmark": f"training step ({label})",
                          "size": "tiny" if quick else "chapter-10 model",
                          "impl": name, "seconds": r[name],
                          "ratio": r[name] / r["nn.Transformer"],
+                         "ratio_quartiles": spread[name],
                          "loss_gap": r["loss_gap"]})
     return rows
 
@@ -370,15 +405,18 @@ def _training_rows(s: dict, repeat: int, device: str,
 def _decoding_rows(s: dict, repeat: int, device: str) -> list[dict]:
     rows = []
     for n in s["tokens"]:
-        dec = compare_decoding(**{**s, "tokens": n}, repeat=repeat,
-                               device=device)
+        dec, rounds = _decoding_rounds(
+            s["d_model"], s["n_heads"], s["n_layers"], s["d_ff"], s["vocab"],
+            s["batch"], s["src_len"], n, s["beam_size"], repeat, device)
         for kind in ("greedy", f"beam {s['beam_size']}"):
             base = dec[f"{kind}, recompute"]
+            spread = ratio_quartiles(rounds, f"{kind}, recompute")
             for how in ("recompute", "KV cache"):
                 rows.append({"benchmark": f"decode {kind}",
                              "size": f"{n} tokens", "impl": how,
                              "seconds": dec[f"{kind}, {how}"],
                              "ratio": dec[f"{kind}, {how}"] / base,
+                             "ratio_quartiles": spread[f"{kind}, {how}"],
                              "same_tokens": dec["same_tokens"]})
     return rows
 
@@ -397,11 +435,14 @@ def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
     def step(m):
         return lambda: m(x).sum().backward()
 
-    t = interleaved_medians({k: step(m.to(device)) for k, m in mods.items()},
-                            repeat=repeat)
+    rounds = interleaved_times({k: step(m.to(device))
+                                for k, m in mods.items()}, repeat=repeat)
+    t = {k: _median(v) for k, v in rounds.items()}
+    spread = ratio_quartiles(rounds, "nn.LayerNorm")
     return [{"benchmark": "norm fwd+bwd",
              "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
-             "seconds": v, "ratio": v / t["nn.LayerNorm"]}
+             "seconds": v, "ratio": v / t["nn.LayerNorm"],
+             "ratio_quartiles": spread[k]}
             for k, v in t.items()]
 
 
@@ -424,11 +465,14 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
                    lambda: flash_attention(q, q, q, causal=True,
                                            block_size=s["block_size"])}
         with torch.no_grad():
-            t = interleaved_medians(fns, repeat=s["repeat"], warmup=1)
+            rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
+        t = {k: _median(v) for k, v in rounds.items()}
+        spread = ratio_quartiles(rounds, "F.scaled_dot_product_attention")
         for k, fn in fns.items():
             rows.append({"benchmark": "attention paths (forward)",
                          "size": f"L={L}", "impl": k, "seconds": t[k],
                          "ratio": t[k] / t["F.scaled_dot_product_attention"],
+                         "ratio_quartiles": spread[k],
                          "largest_tensor_bytes": largest_tensor_bytes(fn)})
     return rows
 
@@ -462,21 +506,37 @@ def run_all(quick: bool = False, device: str = "cpu",
 
 
 def to_markdown(result: dict) -> str:
-    """:func:`run_all` 的各行排成 Markdown 表（比值相对每组的基准）。
+    """:func:`run_all` 的各行排成 Markdown：每项测试一张表（比值相对这张表的基准）。
 
-    标签用中文。
+    标签用中文。 A memory column appears only in a table whose rows have it,
+    so that no table is wider than the book's column needs.
     """
-    lines = [f"机器：{result['machine']['label']}", "",
-             ("| 测试 | 规模 | 实现 | 毫秒 | 相对基准 "
-              "| 保存的激活（MiB） | 最大的中间张量（MiB） |"),
-             "|---|---|---|---:|---:|---:|---:|"]
+    groups: dict[str, list[dict]] = {}
     for r in result["rows"]:
-        mem = f"{r['memory_bytes'] / 2**20:.1f}" if "memory_bytes" in r else ""
-        big = (f"{r['largest_tensor_bytes'] / 2**20:.2f}"
-               if "largest_tensor_bytes" in r else "")
-        lines.append(f"| {zh(r['benchmark'])} | {zh(r['size'])} | "
-                     f"{zh(r['impl'])} | {1e3 * r['seconds']:.2f} | "
-                     f"{r['ratio']:.2f}× | {mem} | {big} |")
+        groups.setdefault(r["benchmark"], []).append(r)
+    lines = [f"机器：{result['machine']['label']}"]
+    for benchmark, rows in groups.items():
+        extra = [(key, head, digits) for key, head, digits in (
+            ("memory_bytes", "保存的激活（MiB）", 1),
+            ("largest_tensor_bytes", "最大的中间张量（MiB）", 2))
+            if any(key in r for r in rows)]
+        spread_col = any("ratio_quartiles" in r for r in rows)  # older records lack it
+        heads = ["规模", "实现", "毫秒", "相对基准",
+                 *(["逐轮比值的四分位"] if spread_col else []),
+                 *(head for _, head, _ in extra)]
+        lines += ["", f"**{zh(benchmark)}**", "",
+                  "| " + " | ".join(heads) + " |",
+                  "|---|---|" + "---:|" * (len(heads) - 2)]
+        for r in rows:
+            q1, q3 = r.get("ratio_quartiles", (None, None))
+            # the baseline's own row is 1 in every round
+            spread = ("" if q1 is None or (q1 == q3 == 1.0 and r["ratio"] == 1.0)
+                      else f"{q1:.2f}–{q3:.2f}")
+            cells = [zh(r["size"]), zh(r["impl"]), f"{1e3 * r['seconds']:.2f}",
+                     f"{r['ratio']:.2f}×", *([spread] if spread_col else []),
+                     *(f"{r[key] / 2**20:.{d}f}" if key in r else ""
+                       for key, _, d in extra)]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
