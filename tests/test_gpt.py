@@ -565,6 +565,25 @@ def test_translation_budget_is_each_sentences_own_reference_plus_extra():
         translate_continuation(model, vocab, pairs, extra=-1)
 
 
+def test_a_float64_model_trains_on_a_float64_loss(monkeypatch):
+    """The loss went through logits.float(): float32 for a float64 model."""
+    import torch.nn.modules.loss as loss_module
+    seen, original = [], loss_module.F.cross_entropy
+
+    def spy(input, *args, **kwargs):
+        seen.append(input.dtype)
+        return original(input, *args, **kwargs)
+    monkeypatch.setattr(loss_module.F, "cross_entropy", spy)
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id)).double()
+    train_continuation(model, vocab, pairs, dataclasses.replace(CONFIGS["tiny"], steps=2, batch_size=8),
+                       progress=False)
+    assert seen == [torch.float64, torch.float64]
+
+
 def test_train_and_translate_continuation():
     pairs = _pairs()
     vocab = _vocab(pairs)

@@ -357,6 +357,18 @@ def test_train_step_is_teacher_forcing_with_a_smoothed_loss_that_ignores_padding
     assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(2, 16, 10)) != lr0
 
 
+def test_a_float64_model_gets_a_float64_loss():
+    """The loss went through logits.float(): a float64 model (gradchecks, exact comparisons)
+    got a float32 loss and float32-rounded gradients."""
+    model, opt, sched = _setup()
+    model.double()
+    src, tgt = _batch()
+    with torch.no_grad():
+        exact = LOSS(model.train()(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten())
+    loss = train_step(model, src, tgt, opt, sched, LOSS, torch.amp.GradScaler("cpu", enabled=False))
+    assert loss.dtype == torch.float64 and abs(loss.item() - exact.item()) < 1e-12
+
+
 def test_train_step_clips_the_gradient_norm():
     model, opt, sched = _setup()
     src, tgt = _batch()

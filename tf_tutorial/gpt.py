@@ -671,8 +671,10 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                 with (torch.autocast(dev.type, dtype=amp) if amp
                       else contextlib.nullcontext()):
                     logits = model(x, keep=answer)  # (K, |V|): answers only
-                # mean over the answer tokens
-                loss = loss_fn(logits.float(), y[answer])
+                # mean over the answer tokens; half precision goes up to
+                # float32, float64 stays
+                loss = loss_fn(logits.to(torch.promote_types(
+                    logits.dtype, torch.float32)), y[answer])
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.unscale_(opt)

@@ -338,8 +338,9 @@ def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None,
     with (torch.autocast(src.device.type, dtype=amp) if amp
           else contextlib.nullcontext()):
         logits = net(src, tgt_in)                 # (B, T, V)
-    loss = loss_fn(logits.float().flatten(0, 1),
-                   gold.flatten())                # mean over real tokens
+    # a half-precision logit goes up to float32; a float64 one stays
+    logits = logits.to(torch.promote_types(logits.dtype, torch.float32))
+    loss = loss_fn(logits.flatten(0, 1), gold.flatten())  # mean, real tokens
     opt.zero_grad(set_to_none=True)
     scaler.scale(loss).backward()   # fp16: scaled up so that small gradients
                                     # do not flush to 0
