@@ -41,6 +41,34 @@ def test_interleaved_medians_run_in_turns():
     assert list(times) == ["a", "b", "c"] and all(t >= 0 for t in times.values())
 
 
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 5, 6])
+def test_williams_orders_balance_places_and_predecessors(n):
+    from collections import Counter
+
+    from tf_tutorial.timing.clock import williams_orders
+    rows = williams_orders(n)
+    assert len(rows) == (2 * n if n % 2 and n > 1 else n)
+    assert all(sorted(r) == list(range(n)) for r in rows)
+    for place in range(n):
+        assert Counter(r[place] for r in rows) == Counter({i: len(rows) // n for i in range(n)})
+    pairs = Counter((r[i], r[i + 1]) for r in rows for i in range(n - 1))
+    assert len(pairs) == n * (n - 1) and len(set(pairs.values())) <= 1   # every ordered pair, equally often
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_every_block_of_rounds_times_each_function_once_in_each_place(n):
+    """Independent random orders could repeat: with 3 functions the fixed seed drew the same
+    order in all 3 rounds of chapter 12's attention-path timing."""
+    order = []
+    names = "abcde"[:n]
+    interleaved_times({k: (lambda k=k: order.append(k)) for k in names}, repeat=2 * n, warmup=0)
+    rounds = [order[i:i + n] for i in range(0, len(order), n)]
+    for block in (rounds[:n], rounds[n:]):
+        for place in range(n):
+            assert sorted(r[place] for r in block) == list(names)
+    assert rounds[:n] != rounds[n:]                     # the next block starts from a new order
+
+
 def test_interleaved_medians_do_not_favour_a_place_in_the_order(monkeypatch):
     """Whatever is timed second in a round runs slow (as a kernel may, after another that leaves
     the cache cold). In one fixed order that is always "b"; in a new order each round no function

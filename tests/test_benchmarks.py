@@ -4,6 +4,7 @@ What is asserted is what they measure: the compared implementations compute the 
 and a record holds what appendix A reads (machine, date, method, medians and ratios).
 """
 import json
+import statistics
 import runpy
 import subprocess
 import sys
@@ -77,6 +78,7 @@ def test_a_result_names_machine_date_method_and_medians(quick):
         assert row["seconds"] > 0 and row["ratio"] > 0
         q1, q3 = row["ratio_quartiles"]                 # the spread of the ratio, round by round
         assert 0 < q1 <= q3
+        assert len(row["round_seconds"]) >= 1 and row["seconds"] == statistics.median(row["round_seconds"])
     # the baseline of each group is 1 in every round
     bases = {"nn.MultiheadAttention", "nn.Transformer", "recompute", "nn.LayerNorm",
              "F.scaled_dot_product_attention"}
@@ -130,6 +132,8 @@ def test_python_m_benchmarks_quick_writes_json_and_markdown(tmp_path):
     attention = next(t for t in tables if t.startswith("注意力（前向 + 反向）"))
     decoding = next(t for t in tables if t.startswith("贪心解码"))
     assert "保存的激活（MiB）" in attention and "MiB" not in decoding
+    paths = next(t for t in tables if t.startswith("注意力的三条路径"))   # 2 rounds in a quick run
+    assert "逐轮比值的最小–最大" in paths and "四分位" not in paths
     old = {**result, "rows": [{k: v for k, v in r.items() if k != "ratio_quartiles"}
                               for r in result["rows"]]}           # a record from before the spread
     assert "四分位" not in to_markdown(old) and "| L=128 | 本书实现（参考路径） |" in to_markdown(old)
@@ -164,6 +168,26 @@ def test_python_m_benchmarks_checks_out_before_measuring(tmp_path, capsys, monke
         with pytest.raises(SystemExit):
             cli.main(["--quick", "--device", "cuda"])
         assert "--device cuda: no CUDA GPU is available" in capsys.readouterr().err
+
+
+def test_a_table_of_five_rounds_or_more_gives_quartiles_and_fewer_the_range():
+    from tf_tutorial.timing.compare import round_ratios
+
+    def result(rounds):
+        base = [1.0] * len(rounds)
+        rows = [{"benchmark": "norm fwd+bwd", "size": "(1, 2, 3)", "impl": impl, "seconds": statistics.median(t),
+                 "ratio": statistics.median(t) / 1.0, "round_seconds": t,
+                 "ratio_quartiles": tuple(statistics.quantiles(t, n=4, method="inclusive")[::2])}
+                for impl, t in (("nn.LayerNorm", base), ("nn.RMSNorm", rounds))]
+        return {"machine": {"label": "x"}, "rows": rows}
+    five = to_markdown(result([1.0, 2.0, 3.0, 4.0, 5.0]))
+    assert "| 逐轮比值的四分位 |" in five and "| 2.00–4.00 |" in five
+    three = to_markdown(result([1.0, 2.0, 9.0]))
+    assert "| 逐轮比值的最小–最大 |" in three and "| 1.00–9.00 |" in three
+    rows = result([2.0, 4.0])["rows"]
+    assert round_ratios(rows[1], rows[0]) == [2.0, 4.0]
+    with pytest.raises(ValueError, match="'nn.RMSNorm' has 2 rounds but its base 'nn.LayerNorm' has 3"):
+        round_ratios(rows[1], {**rows[0], "round_seconds": [1.0] * 3})
 
 
 def test_labels_are_chinese_and_identifiers_stay():

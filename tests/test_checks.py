@@ -199,3 +199,16 @@ def test_integer_vectors_are_refused_by_name(module, name):
     x = torch.ones(2, 3, 8, dtype=torch.long)
     with pytest.raises(ValueError, match=f"^{name} must be floating point, but got dtype torch.int64$"):
         module(*([x, x, x] if name == "query" else [x]))
+
+
+def test_broadcast_shape_agrees_with_torch():
+    from tf_tutorial._checks import broadcast_shape
+    cases = [((2, 1, 3), (4, 1)), ((), (5,)), ((0,), (1,)), ((3, 0), (3, 1)), ((2, 3), (3, 2)),
+             ((1,), (0,), (7, 1)), ((4, 1, 2), (3, 1), (1, 1, 1, 2)), ((2,), (0,))]
+    for shapes in cases:
+        try:
+            expected = tuple(torch.broadcast_shapes(*shapes))
+        except RuntimeError:
+            expected = None
+        assert broadcast_shape(*shapes) == expected, shapes
+    assert broadcast_shape() == ()

@@ -18,8 +18,8 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import (require_dropout, require_ids, require_tensors,
-                                 require_token_id)
+from tf_tutorial._checks import (broadcast_shape, require_dropout, require_ids,
+                                 require_tensors, require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -42,22 +42,16 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          f"k {tuple(k.shape)} and v {tuple(v.shape)}")
     # the batch dimensions (...) must broadcast; grouped: the heads differ
     lead = 3 if grouped else 2
-    try:
-        torch.broadcast_shapes(q.shape[:-lead], k.shape[:-lead],
-                               v.shape[:-lead])
-    except RuntimeError:
-        ok = False
-    else:
-        ok = not grouped or (min(q.dim(), k.dim(), v.dim()) >= 3
-                             and k.shape[-3] == v.shape[-3])
+    ok = (broadcast_shape(q.shape[:-lead], k.shape[:-lead], v.shape[:-lead])
+          is not None and (not grouped or (min(q.dim(), k.dim(), v.dim()) >= 3
+                                           and k.shape[-3] == v.shape[-3])))
     if not ok:
         raise ValueError(f"q, k, v: the leading dimensions (...) must "
                          f"broadcast, but got shapes {tuple(q.shape)}, "
                          f"{tuple(k.shape)}, {tuple(v.shape)}")
     if mask is not None:       # grouped: H_kv key heads serve H query heads
-        lead = ((*torch.broadcast_shapes(q.shape[:-3], k.shape[:-3]),
-                 q.shape[-3]) if grouped
-                else torch.broadcast_shapes(q.shape[:-2], k.shape[:-2]))
+        lead = ((*broadcast_shape(q.shape[:-3], k.shape[:-3]), q.shape[-3])
+                if grouped else broadcast_shape(q.shape[:-2], k.shape[:-2]))
         check_mask(mask, (*lead, q.shape[-2], k.shape[-2]))
 
 
@@ -73,11 +67,7 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be boolean (True = may attend), "
                          f"but got dtype {mask.dtype}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
-    except RuntimeError:
-        ok = False
-    if not ok:
+    if broadcast_shape(mask.shape, target) != tuple(target):
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not "
                          f"broadcast to the scores' shape {tuple(target)}")
 

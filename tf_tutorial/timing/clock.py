@@ -42,11 +42,15 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeat: int = 5,
     """几个函数轮流计时，每一轮的先后次序都重新随机排一次；返回每一轮的秒数。
 
     Timed in turns rather than one after the other, so that a drift in the machine's speed
-    (clock, caches, other load) hits all of them alike. Each round takes its own order, drawn
-    from a fixed seed: in one fixed order A, B, C, … a function always ran in the same place and
-    after the same one, and inherited what that one left behind (the cache's contents, memory to
-    free). On a 2-core CPU that made the second of two calls of one and the same kernel look
-    1.4 times slower than the first. Each function first runs ``warmup`` times untimed.
+    (clock, caches, other load) hits all of them alike. In one fixed order A, B, C, … a function
+    always ran in the same place and after the same one, and inherited what that one left behind
+    (the cache's contents, memory to free). On a 2-core CPU that made the second of two calls of
+    one and the same kernel look 1.4 times slower than the first. So the orders follow a
+    Williams design, as in crossover trials: in each block of n rounds (n functions; 2n when n
+    is odd) every function is timed once in every place and directly after every other function
+    equally often. Each block relabels the functions by an order drawn from a fixed seed.
+    (Independent random orders did neither for sure: with three functions the seed drew the
+    same order in all three rounds.) Each function first runs ``warmup`` times untimed.
 
     Returns ``{name: [seconds of round 1, round 2, …]}``: entry i of every list was timed in
     the same round, so ratios can be taken round by round (:func:`ratio_quartiles`).
@@ -57,11 +61,34 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeat: int = 5,
         for _ in range(warmup):
             fn()
     names, rng = list(fns), random.Random(0)
+    orders: list[list[str]] = []
+    while len(orders) < repeat:
+        label = rng.sample(names, len(names))
+        orders += [[label[i] for i in row] for row in williams_orders(len(names))]
     times: dict[str, list[float]] = {name: [] for name in names}
-    for _ in range(repeat):
-        for name in rng.sample(names, len(names)):
+    for order in orders[:repeat]:
+        for name in order:
             times[name].append(timed(fns[name])[1])
     return times
+
+
+def williams_orders(n: int) -> list[list[int]]:
+    """n 个对象的 Williams 次序：每个位置、每个“紧跟在谁后面”都一样多。
+
+    The rows of a Williams Latin square on 0..n-1: the first is 0, 1, n-1, 2, n-2, …, each
+    next one adds 1 (mod n). Every object is in every place once, and for even n every ordered
+    pair (a right before b) occurs exactly once; for odd n the reversed rows are appended
+    (2n rows) and every pair occurs twice.
+    """
+    require_sizes(n=n)
+    first, lo, hi = [0], 1, n - 1
+    while len(first) < n:
+        if len(first) % 2:
+            first, lo = first + [lo], lo + 1
+        else:
+            first, hi = first + [hi], hi - 1
+    rows = [[(x + i) % n for x in first] for i in range(n)]
+    return rows + [r[::-1] for r in rows] if n % 2 and n > 1 else rows
 
 
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 5,

@@ -358,11 +358,28 @@ SIZES = {
 }
 
 METHOD = ("interleaved medians: within one comparison the implementations "
-          "run in turns after untimed warm-up runs, in a new random order "
-          "each round (A, B, C, then C, A, B, ...), with the same weights and "
-          "inputs; each row is the median of `repeat` timed runs, its ratio is "
-          "to the first implementation of its group; ratio_quartiles are the "
-          "lower and upper quartiles of the ratio taken round by round")
+          "run in turns after untimed warm-up runs, with the same weights and "
+          "inputs; each block of n rounds (n implementations) takes the n "
+          "rotations of one randomly drawn order, so each implementation is "
+          "timed once in every place; each row is the median of `repeat` "
+          "timed runs (round_seconds keeps them all), its ratio is the ratio "
+          "of its median to the median of the first implementation of its "
+          "group; ratio_quartiles are the lower and upper quartiles of the "
+          "ratio taken round by round")
+
+
+SHORT = 5
+"""Fewer rounds than this and quartiles mean little: the book shows the
+smallest and largest round-by-round ratio instead (:func:`round_ratios`)."""
+
+
+def round_ratios(row: dict, base: dict) -> list[float]:
+    """一行与它的基准逐轮相除的比值（同一轮里测的两次）。"""
+    a, b = row["round_seconds"], base["round_seconds"]
+    if len(a) != len(b):
+        raise ValueError(f"{row['impl']!r} has {len(a)} rounds but its base "
+                         f"{base['impl']!r} has {len(b)}")
+    return [x / y for x, y in zip(a, b)]
 
 
 def _attention_rows(s: dict, repeat: int, device: str) -> list[dict]:
@@ -376,6 +393,7 @@ def _attention_rows(s: dict, repeat: int, device: str) -> list[dict]:
             rows.append({"benchmark": "attention fwd+bwd", "size": f"L={L}",
                          "impl": name, "seconds": t, "ratio": t / base_t,
                          "ratio_quartiles": spread[name],
+                         "round_seconds": rounds[name],
                          "memory_bytes": m, "memory_ratio": m / base_m})
     return rows
 
@@ -398,6 +416,7 @@ def _training_rows(s: dict, repeat: int, device: str,
                          "impl": name, "seconds": r[name],
                          "ratio": r[name] / r["nn.Transformer"],
                          "ratio_quartiles": spread[name],
+                         "round_seconds": rounds[name],
                          "loss_gap": r["loss_gap"]})
     return rows
 
@@ -417,6 +436,7 @@ def _decoding_rows(s: dict, repeat: int, device: str) -> list[dict]:
                              "seconds": dec[f"{kind}, {how}"],
                              "ratio": dec[f"{kind}, {how}"] / base,
                              "ratio_quartiles": spread[f"{kind}, {how}"],
+                             "round_seconds": rounds[f"{kind}, {how}"],
                              "same_tokens": dec["same_tokens"]})
     return rows
 
@@ -442,7 +462,7 @@ def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
     return [{"benchmark": "norm fwd+bwd",
              "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
              "seconds": v, "ratio": v / t["nn.LayerNorm"],
-             "ratio_quartiles": spread[k]}
+             "ratio_quartiles": spread[k], "round_seconds": rounds[k]}
             for k, v in t.items()]
 
 
@@ -473,6 +493,7 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
                          "size": f"L={L}", "impl": k, "seconds": t[k],
                          "ratio": t[k] / t["F.scaled_dot_product_attention"],
                          "ratio_quartiles": spread[k],
+                         "round_seconds": rounds[k],
                          "largest_tensor_bytes": largest_tensor_bytes(fn)})
     return rows
 
@@ -521,17 +542,25 @@ def to_markdown(result: dict) -> str:
             ("largest_tensor_bytes", "最大的中间张量（MiB）", 2))
             if any(key in r for r in rows)]
         spread_col = any("ratio_quartiles" in r for r in rows)  # older records lack it
+        short = spread_col and any(len(r.get("round_seconds", ())) < SHORT
+                                   for r in rows)
         heads = ["规模", "实现", "毫秒", "相对基准",
-                 *(["逐轮比值的四分位"] if spread_col else []),
+                 *([f"逐轮比值的{'最小–最大' if short else '四分位'}"]
+                   if spread_col else []),
                  *(head for _, head, _ in extra)]
         lines += ["", f"**{zh(benchmark)}**", "",
                   "| " + " | ".join(heads) + " |",
                   "|---|---|" + "---:|" * (len(heads) - 2)]
+        base = None
         for r in rows:
+            if base is None or r["size"] != base["size"]:
+                base = r                     # each size's first row
             q1, q3 = r.get("ratio_quartiles", (None, None))
+            if short:
+                ratios = round_ratios(r, base)
+                q1, q3 = min(ratios), max(ratios)
             # the baseline's own row is 1 in every round
-            spread = ("" if q1 is None or (q1 == q3 == 1.0 and r["ratio"] == 1.0)
-                      else f"{q1:.2f}–{q3:.2f}")
+            spread = ("" if q1 is None or r is base else f"{q1:.2f}–{q3:.2f}")
             cells = [zh(r["size"]), zh(r["impl"]), f"{1e3 * r['seconds']:.2f}",
                      f"{r['ratio']:.2f}×", *([spread] if spread_col else []),
                      *(f"{r[key] / 2**20:.{d}f}" if key in r else ""
