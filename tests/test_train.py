@@ -284,6 +284,7 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 5 and summary["config"] == "tiny" and 0 <= summary["test_exact_match"] <= 1
+    assert summary["precision"] == "fp32"                      # what the run used, recorded
     assert json.loads((tmp_path / "results.json").read_text()) == summary
     r = _cli("--resume", str(tmp_path), "--steps", "6", "--no-progress")    # the run's folder
     assert r.returncode == 0, r.stderr
@@ -518,6 +519,15 @@ def test_cli_resume_honours_steps_and_creates_out(tmp_path, capsys):
     assert main(["--config", "tiny", "--steps", "2", "--out", str(out), "--overwrite",
                  "--no-progress"]) == 0
     assert load_checkpoint(ckpt)["step"] == 2
+
+
+def test_cli_summary_names_the_precision_it_trained_in(capsys):
+    """--precision bf16 on a CPU trains under bf16 autocast (the GPU's path, slowly); the summary
+    and results.json said nothing about it."""
+    from tf_tutorial.train import main
+    assert main(["--config", "tiny", "--steps", "2", "--device", "cpu", "--precision", "bf16",
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["precision"] == "bf16"
 
 
 def test_train_passes_its_settings_to_every_step(corpus, monkeypatch):

@@ -770,7 +770,10 @@ def main(argv=None) -> int:
         c = result.corpus
         test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab,
                         beam_size=args.beam)
+        amp = autocast_dtype(result.device, args.precision)
         summary = {"config": cfg.name, "device": str(result.device),
+                   "precision": {None: "fp32", torch.bfloat16: "bf16",
+                                 torch.float16: "fp16"}[amp],
                    "steps": (result.history["step"] or [0])[-1],
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
