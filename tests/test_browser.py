@@ -108,6 +108,23 @@ def test_figures_keep_their_shape_when_shrunk_to_the_column(browser, served_book
         assert f["w"] <= f["column"], f
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("page", ["appendix_performance", "ch04_multihead", "ch12_modern_parts"])
+def test_tables_fit_the_column(browser, served_book, page):
+    """Appendix A's record tables ran 90-140 px past the column and were cut off at its edge
+    (the scrolling container shows no scrollbar)."""
+    browser.get(f"{served_book}/book/{page}.html")
+    wait_for(browser, "return document.querySelectorAll('main table').length")
+    tables = browser.execute_script("""
+        const column = document.querySelector('main article') || document.querySelector('main');
+        return [...document.querySelectorAll('main table')].map(t => ({
+            width: t.getBoundingClientRect().width, column: column.clientWidth,
+            head: t.innerText.slice(0, 40)}));""")
+    assert tables
+    wide = [t for t in tables if t["width"] > t["column"] + 1]
+    assert not wide, wide
+
+
 TYPESET = """
     const maths = document.querySelectorAll('.math');
     const done = document.querySelectorAll('mjx-container').length;
