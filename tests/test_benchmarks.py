@@ -79,11 +79,6 @@ def test_a_result_names_machine_date_method_and_medians(quick):
         q1, q3 = row["ratio_quartiles"]                 # the spread of the ratio, round by round
         assert 0 < q1 <= q3
         assert len(row["round_seconds"]) >= 1 and row["seconds"] == statistics.median(row["round_seconds"])
-    # the baseline of each group is 1 in every round
-    bases = {"nn.MultiheadAttention", "nn.Transformer", "recompute", "nn.LayerNorm",
-             "F.scaled_dot_product_attention"}
-    assert all(row["ratio_quartiles"] == [1.0, 1.0] or row["ratio_quartiles"] == (1.0, 1.0)
-               for row in quick["rows"] if row["impl"] in bases)
 
 
 def test_a_quick_run_is_never_a_record(quick, tmp_path):

@@ -39,7 +39,7 @@ def timed(fn: Callable[[], R]) -> tuple[R, float]:
 
 def interleaved_times(fns: dict[str, Callable[[], object]], repeat: int = 5,
                       warmup: int = 2) -> dict[str, list[float]]:
-    """几个函数轮流计时，每一轮的先后次序都重新随机排一次；返回每一轮的秒数。
+    """几个函数轮流计时，各轮的先后次序按 Williams 设计排；返回每一轮的秒数。
 
     Timed in turns rather than one after the other, so that a drift in the machine's speed
     (clock, caches, other load) hits all of them alike. In one fixed order A, B, C, … a function

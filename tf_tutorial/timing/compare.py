@@ -2,10 +2,11 @@
 
 Each comparison runs its implementations in one process, with the same weights
 and inputs, in turns (:func:`~tf_tutorial.timing.clock.interleaved_times`),
-and reports medians and ratios to a baseline; a record's rows also keep the
-quartiles of the ratio taken round by round
-(:func:`~tf_tutorial.timing.clock.ratio_quartiles`), the spread of the verdict. :func:`run_all` runs them all at
-the sizes of :data:`SIZES`; that is what ``python -m benchmarks`` calls, and
+and reports medians and ratios to a baseline; a record's rows also keep every
+round's seconds and the quartiles of the ratio taken round by round
+(:func:`~tf_tutorial.timing.clock.ratio_quartiles`), the spread of the
+verdict. :func:`run_all` runs them all at the sizes of :data:`SIZES`; that is
+what ``python -m benchmarks`` calls, and
 ``--record`` commits its result under ``book/records/`` for the appendix to
 render. Timings are printed and recorded, never asserted.
 
@@ -127,12 +128,8 @@ def _attention_rounds(batch, length, d_model, n_heads, repeat, device, packed):
     steps = {name: (lambda fn=fn: fn().sum().backward())
              for name, fn in runs.items()}
     rounds = interleaved_times(steps, repeat=repeat, warmup=3)
-    return {name: (_median(rounds[name]), saved_activation_bytes(fn))
+    return {name: (statistics.median(rounds[name]), saved_activation_bytes(fn))
             for name, fn in runs.items()}, rounds
-
-
-def _median(t: list[float]) -> float:
-    return statistics.median(t)
 
 
 _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
@@ -216,7 +213,7 @@ def _decoding_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch, src_len,
             for kind, fn in kinds.items() for cached in (True, False)}
     outputs = {name: fn() for name, fn in runs.items()}  # also the warm-up
     rounds = interleaved_times(runs, repeat=repeat, warmup=0)
-    out: dict = {name: _median(t) for name, t in rounds.items()}
+    out: dict = {name: statistics.median(t) for name, t in rounds.items()}
     out["same_tokens"] = all(torch.equal(outputs[f"{kind}, KV cache"],
                                          outputs[f"{kind}, recompute"])
                              for kind in kinds)
@@ -308,7 +305,7 @@ def _training_rounds(d_model, n_heads, n_layers, d_ff, vocab, batch, length,
                 logits.flatten(0, 1), tgt[:, 1:].flatten()).item()
         steps[name] = _adam_step(model, src, tgt, autocast, compile)
     rounds = interleaved_times(steps, repeat=repeat, warmup=2)
-    results: dict = {name: _median(t) for name, t in rounds.items()}
+    results: dict = {name: statistics.median(t) for name, t in rounds.items()}
     results["loss_gap"] = max(abs(v - losses["nn.Transformer"])
                               for v in losses.values())
     return results, rounds
@@ -359,9 +356,9 @@ SIZES = {
 
 METHOD = ("interleaved medians: within one comparison the implementations "
           "run in turns after untimed warm-up runs, with the same weights and "
-          "inputs; each block of n rounds (n implementations) takes the n "
-          "rotations of one randomly drawn order, so each implementation is "
-          "timed once in every place; each row is the median of `repeat` "
+          "inputs; the rounds follow a Williams design (each block of n "
+          "rounds, 2n for odd n, times every implementation once in every "
+          "place and right after every other one equally often); each row is the median of `repeat` "
           "timed runs (round_seconds keeps them all), its ratio is the ratio "
           "of its median to the median of the first implementation of its "
           "group; ratio_quartiles are the lower and upper quartiles of the "
@@ -457,7 +454,7 @@ def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
 
     rounds = interleaved_times({k: step(m.to(device))
                                 for k, m in mods.items()}, repeat=repeat)
-    t = {k: _median(v) for k, v in rounds.items()}
+    t = {k: statistics.median(v) for k, v in rounds.items()}
     spread = ratio_quartiles(rounds, "nn.LayerNorm")
     return [{"benchmark": "norm fwd+bwd",
              "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
@@ -486,7 +483,7 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
                                            block_size=s["block_size"])}
         with torch.no_grad():
             rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
-        t = {k: _median(v) for k, v in rounds.items()}
+        t = {k: statistics.median(v) for k, v in rounds.items()}
         spread = ratio_quartiles(rounds, "F.scaled_dot_product_attention")
         for k, fn in fns.items():
             rows.append({"benchmark": "attention paths (forward)",
