@@ -12,6 +12,11 @@
   gives the ``<img>`` that file name as its alt text. The book's figures carry a description in
   their output metadata (``tf_tutorial.book.plotting.describe_figure``: the titles); it
   replaces the file name, so a screen reader reads the figure's title, not a hash.
+- **Punctuation beside inline math.** MathJax draws a formula as one inline box, and the browser
+  may break the line on either side of it, so a line could begin with the comma or full stop
+  that follows a formula (or end with the bracket that opens before one). Chinese typesetting
+  forbids both. The punctuation that touches an inline formula is bound to it in a
+  ``<span class="nobr">`` (``_static/book.css`` keeps it on one line).
 """
 from __future__ import annotations
 
@@ -141,8 +146,59 @@ def _describe_figures(app, doctree):
             image["alt"] = alt
 
 
+# Chinese and Latin punctuation that may not begin a line (after a formula) or end one (before it)
+CLOSING = "，。、；：？！）》」』”’,.;:?!)]"
+OPENING = "（《「『“‘(["
+
+
+def bind_punctuation(doctree) -> int:
+    """Put each inline formula and the punctuation touching it into one unbreakable ``inline``.
+
+    Returns how many formulas were bound. The text before and after keeps its other characters.
+    Children are found by identity: a text node equals any other holding the same characters.
+    """
+    from docutils import nodes
+
+    bound = 0
+    for math in list(doctree.findall(nodes.math)):
+        parent = math.parent
+        if parent is None:
+            continue
+        kids = parent.children
+        at = next(i for i, kid in enumerate(kids) if kid is math)
+        before = kids[at - 1] if at > 0 and isinstance(kids[at - 1], nodes.Text) else None
+        after = kids[at + 1] if at + 1 < len(kids) and isinstance(kids[at + 1], nodes.Text) else None
+        tail = str(after)[:len(after) - len(str(after).lstrip(CLOSING))] if after else ""
+        head = str(before)[len(str(before).rstrip(OPENING)):] if before else ""
+        if not (head or tail):
+            continue
+        box = nodes.inline(classes=["nobr"])
+        if head:
+            box += nodes.Text(head)
+        box += math
+        if tail:
+            box += nodes.Text(tail)
+        # the new run: what stays of the text before, the box, what stays of the text after
+        run = [nodes.Text(str(before)[:len(before) - len(head)])] if before else []
+        run += [box]
+        run += [nodes.Text(str(after)[len(tail):])] if after else []
+        run = [n for n in run if not isinstance(n, nodes.Text) or str(n)]
+        first = at - 1 if before else at
+        last = at + 1 if after else at
+        for n in run:
+            n.parent = parent
+        kids[first:last + 1] = run
+        bound += 1
+    return bound
+
+
+def _bind_punctuation(app, doctree, docname):
+    bind_punctuation(doctree)
+
+
 def setup(app):
     app.connect("config-inited", _config_inited)
     app.connect("builder-inited", _builder_inited)
     app.connect("doctree-read", _describe_figures)
+    app.connect("doctree-resolved", _bind_punctuation)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

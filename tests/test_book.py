@@ -525,6 +525,32 @@ def test_search_indexes_chinese_with_jieba():
     assert {"层归一化", "束搜索"} <= words, words
 
 
+def test_punctuation_is_bound_to_the_inline_formula_it_touches():
+    from docutils import nodes
+
+    sys.path.insert(0, str(ROOT / _config()["sphinx"]["local_extensions"]["reader_tools"]))
+    import reader_tools
+
+    para = nodes.paragraph()
+    para += [nodes.Text("矩阵（"), nodes.math(text="W^O"), nodes.Text("），再乘 "),
+             nodes.math(text="x"), nodes.Text(" 得到 "), nodes.math(text="y"), nodes.Text("。")]
+    assert reader_tools.bind_punctuation(para) == 2          # x touches no punctuation
+    assert para.astext() == "矩阵（W^O），再乘 x 得到 y。"   # nothing lost, nothing moved
+    boxes = list(para.findall(nodes.inline))
+    assert [b.astext() for b in boxes] == ["（W^O），", "y。"]
+    assert all(b["classes"] == ["nobr"] for b in boxes)
+    # the text outside the boxes keeps its other characters
+    assert [type(n).__name__ for n in para] == ["Text", "inline", "Text", "math", "Text", "inline"]
+    assert [str(n) for n in para if isinstance(n, nodes.Text)] == ["矩阵", "再乘 ", " 得到 "]
+    # two text nodes with the same characters: the one after the formula is the one bound
+    para = nodes.paragraph()
+    para += [nodes.Text("，"), nodes.math(text="a"), nodes.Text("，")]
+    reader_tools.bind_punctuation(para)
+    assert [n.astext() for n in para] == ["，", "a，"] and para[1]["classes"] == ["nobr"]
+    css = (ROOT / "_static" / "book.css").read_text(encoding="utf-8")
+    assert re.search(r"span\.nobr\s*\{\s*white-space:\s*nowrap", css)
+
+
 def test_interface_strings_are_chinese_and_quotes_stay_straight():
     config = _config()["sphinx"]["config"]
     assert config["smartquotes"] is False, "smart quotes turn the corpus's \"Bai 's\" into \"Bai ‘s\""
