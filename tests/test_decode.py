@@ -42,6 +42,25 @@ def test_beam_of_one_is_greedy(model, src):
     assert torch.equal(beam_search(model, src, beam_size=1, max_len=12), greedy_decode(model, src, max_len=12))
 
 
+def test_beam_output_is_as_wide_as_its_longest_winner(model, src):
+    """The losing beams may run on after the winners end; their columns are not returned. Before,
+    a one-token winner came back padded to the longest beam, so beam and greedy differed in width
+    even when they chose the same sentence."""
+    def force_eos(module, inputs, out):
+        out = out.clone()
+        out[..., EOS] += 1e3
+        return out
+    handle = model.out.register_forward_hook(force_eos)
+    try:
+        beam, greedy = beam_search(model, src, beam_size=3, max_len=10), greedy_decode(model, src, max_len=10)
+    finally:
+        handle.remove()
+    assert torch.equal(beam, greedy) and beam.tolist() == [[EOS]] * 3
+    for k in (2, 4):   # untouched: some row fills the last column
+        ids = beam_search(model, src, beam_size=k, max_len=12)
+        assert (ids[:, -1] != model.config.pad_id).any(), ids
+
+
 def test_eos_stops_a_sentence_and_pads_after_it(model, src):
     def force_eos_row0(module, inputs, out):
         out = out.clone()

@@ -744,6 +744,25 @@ def test_both_trainers_see_the_same_sentences_in_each_step(monkeypatch):
     assert seen["gpt"] != same_seed                   # another seed, another order: the check has teeth
 
 
+def test_generate_returns_the_prompt_dtype():
+    torch.manual_seed(0)
+    m = GPT(GPTConfig(vocab_size=11, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16))
+    prompt = torch.tensor([[3, 4, 5]], dtype=torch.int32)
+    for use_cache in (True, False):
+        out = generate(m, prompt, 4, top_k=1, use_cache=use_cache)
+        assert out.dtype == torch.int32 and out.shape == (1, 7)
+        assert torch.equal(out.long(), generate(m, prompt.long(), 4, top_k=1, use_cache=use_cache))
+
+
+def test_config_takes_numpy_ids_and_names_a_default_that_does_not_fit():
+    import numpy as np
+
+    cfg = GPTConfig(vocab_size=12, d_model=16, n_heads=2, pad_id=np.int64(0), eos_id=np.int64(3))
+    assert (cfg.pad_id, cfg.eos_id) == (0, 3) and type(cfg.pad_id) is type(cfg.eos_id) is int
+    with pytest.raises(ValueError, match="eos_id=2 is the default: pass eos_id"):
+        GPTConfig(vocab_size=2, d_model=16, n_heads=2)
+
+
 def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
     import numpy as np
     z = torch.randn(4, 9, generator=torch.Generator().manual_seed(8))

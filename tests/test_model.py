@@ -23,6 +23,27 @@ def test_config_validation(kw, message):
         TransformerConfig(**{**SMALL, **kw})
 
 
+def test_numpy_integers_are_accepted_and_stored_as_ints():
+    """np.int64 sizes were accepted but ids were refused as 'not a valid id' (they are valid)."""
+    import numpy as np
+
+    cfg = TransformerConfig(**{**SMALL, "d_model": np.int64(12), "pad_id": np.int64(0),
+                               "bos_id": np.int32(3), "eos_id": np.int16(4)})
+    assert (cfg.d_model, cfg.pad_id, cfg.bos_id, cfg.eos_id) == (12, 0, 3, 4)
+    assert all(type(getattr(cfg, n)) is int for n in ("d_model", "pad_id", "bos_id", "eos_id"))
+    assert cfg == TransformerConfig(**{**SMALL, "bos_id": 3, "eos_id": 4})
+    with pytest.raises(ValueError, match="pad_id=True is not a valid id"):
+        TransformerConfig(**SMALL, pad_id=True)
+
+
+def test_a_default_id_too_large_for_a_tiny_vocabulary_says_it_is_the_default():
+    with pytest.raises(ValueError, match="eos_id=2 is the default: pass eos_id"):
+        TransformerConfig(**{**SMALL, "tgt_vocab_size": 2})
+    with pytest.raises(ValueError, match=r"eos_id=7 must be an id of the target vocabulary \(size 5\)"
+                                         r" other than pad_id=0$"):
+        TransformerConfig(**{**SMALL, "tgt_vocab_size": 5}, eos_id=7)
+
+
 def test_base_parameter_count_matches_torch_nn_transformer():
     """Base model, shared 37k vocabulary: nn.Transformer's count, minus its two final norms
     (absent in Post-LN), plus one shared embedding table."""

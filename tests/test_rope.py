@@ -98,6 +98,23 @@ def test_positions_broadcast_over_leading_dimensions():
     torch.testing.assert_close(rotate(x, range(L)), rotate(x, torch.arange(L)), atol=0, rtol=0)
 
 
+def test_positions_per_sentence_on_heads_even_when_batch_equals_heads():
+    """Positions (B, L) on x (B, H, L, d_k) are per sentence, as position_ids are. Broadcast
+    plainly, they lined up with the heads: with B == H, head h of every sentence silently got
+    sentence h's positions."""
+    torch.manual_seed(4)
+    x = torch.randn(2, 2, L, DK, dtype=F64)
+    pos = torch.stack([torch.arange(L), torch.arange(L) + 10])               # (B, L)
+    out = rotate(x, pos)
+    for b in range(2):
+        for h in range(2):
+            torch.testing.assert_close(out[b, h], rotate(x[b, h], pos[b]), atol=0, rtol=0)
+    torch.testing.assert_close(out, rotate(x, pos[:, None, :]), atol=0, rtol=0)
+    # a third sentence's positions for two sentences: an error, not a broadcast over heads
+    with pytest.raises(ValueError, match=r"positions of shape \(3, 7\), read as \(3, 1, 7\)"):
+        rotate(torch.randn(2, 3, L, DK), torch.zeros(3, L, dtype=torch.long))
+
+
 def test_link_to_chapter_2_table():
     """The exact relation between rotate and chapter 2 (P = positional_encoding, R = shift_matrix).
 

@@ -213,8 +213,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
     ``max_len`` as in :func:`greedy_decode`: a sentence at its own limit
     stops, its beams frozen like finished ones. The arguments after it are
     keyword only.
-    Returns (B, L) like :func:`greedy_decode` (eval mode, the model's mode
-    restored).
+    Returns (B, L) like :func:`greedy_decode`, L the length of the longest
+    chosen hypothesis (eval mode, the model's mode restored).
     """
     require_sizes(beam_size=beam_size)
     if not (_is_real(alpha) and 0 <= alpha < float("inf")):
@@ -267,7 +267,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
                       "length": lengths.view(B, k).tolist(),
                       "score": final.view(B, k).tolist()})
     best = final.view(B, k).argmax(-1) + torch.arange(B, device=dev) * k
-    return ys[best, 1:]
+    # as wide as the longest winner (other beams may have run on further)
+    return ys[best, 1:1 + int(lengths[best].max())]
 
 
 @torch.no_grad()

@@ -35,7 +35,8 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import _embed, check_shape, require_positive_ints
+from tf_tutorial.model import (_embed, check_shape, plain_ints,
+                               require_positive_ints)
 from tf_tutorial.multihead import GroupedQueryAttention, KVCache
 from tf_tutorial.norm import RMSNorm
 from tf_tutorial.residual import stack_norm
@@ -90,14 +91,20 @@ class GPTConfig:
     def __post_init__(self):
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
-        if self.eos_id is None:                         # frozen dataclass
+        default_eos = self.eos_id is None
+        plain_ints(self, ("pad_id", "eos_id"))
+        if default_eos:                                 # frozen dataclass
             object.__setattr__(self, "eos_id", 2 if self.pad_id != 2 else 0)
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
             if (not isinstance(value, int) or isinstance(value, bool)
                     or not 0 <= value < self.vocab_size):
-                raise ValueError(f"{name}={value!r} is not a valid id for "
-                                 f"vocab_size={self.vocab_size}")
+                raise ValueError(
+                    f"{name}={value!r} is not a valid id for "
+                    f"vocab_size={self.vocab_size}"
+                    + (f" ({name}={value} is the default: pass {name} for a "
+                       "vocabulary this small)"
+                       if name == "eos_id" and default_eos else ""))
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
                              f"but both are {self.pad_id}")
@@ -450,10 +457,10 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             with ``lengths`` or ``eos_id`` a row's random draws depend on the
             other rows. None: every row has length L.
     Returns:
-        (B, L + n) ids, the prompt followed by the n ≤ max_new_tokens new tokens
-        ((L + n,) for a 1-D prompt). With ``lengths``, L is max(lengths): row b
-        holds its ``lengths[b]`` prompt tokens, its new tokens, then
-        ``pad_id``.
+        (B, L + n) ids in the prompt's dtype, the prompt followed by the
+        n ≤ max_new_tokens new tokens ((L + n,) for a 1-D prompt). With
+        ``lengths``, L is max(lengths): row b holds its ``lengths[b]`` prompt
+        tokens, its new tokens, then ``pad_id``.
     Raises:
         ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty
         prompt, one that does not fit in ``max_len`` with the new tokens, or
@@ -496,7 +503,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
     device = next(model.parameters()).device
     ends = ends.to(device)
     width = longest + max_new_tokens
-    out = torch.full((B, width), pad_id, device=device)
+    out = torch.full((B, width), pad_id, dtype=seq.dtype, device=device)
     out[:, :longest] = seq[:, :longest].to(device).masked_fill(
         torch.arange(longest, device=device) >= ends[:, None], pad_id)
     if max_new_tokens == 0 or B == 0:
@@ -514,7 +521,8 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
             # <pad> is never drawn: later tokens could not see it (it is
             # masked as a key), and cached and recomputed generation would part
             logits[:, pad_id] = float("-inf")
-            nxt = sample(logits, temperature, top_k, top_p, generator)  # (b,)
+            nxt = sample(logits, temperature, top_k, top_p,
+                         generator).to(out.dtype)        # (b,)
             # a row still inside its prompt takes the prompt's token instead
             reading = t < ends[rows]
             nxt = torch.where(reading, out[rows, t], nxt)

@@ -7,6 +7,8 @@ V vocabulary size.
 """
 from __future__ import annotations
 
+import numbers
+
 from dataclasses import asdict, dataclass
 
 import torch
@@ -29,6 +31,19 @@ def require_positive_ints(obj, names) -> None:
     require_sizes(**{name: getattr(obj, name) for name in names})
 
 
+def plain_ints(config, names) -> None:
+    """把配置里的 NumPy 整数换成 Python 的 int（冻结的 dataclass 也换）。
+
+    ``np.int64(16)`` is an integer, and is accepted; stored as a plain int, the
+    config prints, compares and saves in a checkpoint like one written by hand.
+    Values that are not integers are left for the checks to refuse.
+    """
+    for name in names:
+        value = getattr(config, name)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            object.__setattr__(config, name, int(value))
+
+
 def check_shape(config, sizes) -> None:
     """检查尺寸是正整数、头数整除宽度、dropout 在 [0, 1) 里（10、11 章共用）。
 
@@ -37,6 +52,7 @@ def check_shape(config, sizes) -> None:
     value.
     """
     require_positive_ints(config, sizes)
+    plain_ints(config, sizes)
     if config.d_model % config.n_heads:
         raise ValueError(f"d_model={config.d_model} is not divisible by "
                          f"n_heads={config.n_heads}")
@@ -81,6 +97,9 @@ class TransformerConfig:
     def __post_init__(self):
         check_shape(self, ("src_vocab_size", "tgt_vocab_size", "d_model",
                            "n_heads", "n_layers", "d_ff", "max_len"))
+        defaults = [name for name in ("bos_id", "eos_id")
+                    if getattr(self, name) is None]
+        plain_ints(self, ("pad_id", "bos_id", "eos_id"))
         if (not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool)
                 or not 0 <= self.pad_id < min(self.src_vocab_size,
                                               self.tgt_vocab_size)):
@@ -99,7 +118,9 @@ class TransformerConfig:
                 raise ValueError(
                     f"{name}={value!r} must be an id of the target vocabulary "
                     f"(size {self.tgt_vocab_size}) other than "
-                    f"pad_id={self.pad_id}")
+                    f"pad_id={self.pad_id}"
+                    + (f" ({name}={value} is the default: pass {name} for a "
+                       "vocabulary this small)" if name in defaults else ""))
         if self.bos_id == self.eos_id:   # decoding would never stop
             raise ValueError(f"bos_id={self.bos_id} and eos_id={self.eos_id} "
                              f"must be different ids")

@@ -119,7 +119,10 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         x: queries or keys, shape (..., L, d_k) with d_k even.
         positions: the position m of each row: an integer tensor (or sequence
             of ints) of length L, or any integer tensor broadcastable to
-            x.shape[:-1]. Negative positions are allowed.
+            x.shape[:-1]. On heads x (B, H, L, d_k), positions (B, L) give
+            each sentence its own positions, shared by its heads (like
+            ``position_ids``; plain broadcasting would line B up with H).
+            Negative positions are allowed.
         base: the base of θ_i = base^(−2i/d_k) (default 10000.0).
     Shape: x (..., L, d_k) → (..., L, d_k).
     Returns: R_m x row by row, in x's dtype (computed in float32, or float64 for
@@ -137,6 +140,10 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         raise ValueError(f"rotate: x must be floating point, but got dtype "
                          f"{x.dtype} (an integer result would be truncated)")
     pos = _as_positions(positions).to(x.device)
+    given, read_as = tuple(pos.shape), ""
+    if x.dim() == 4 and pos.dim() == 2:
+        pos = pos[:, None, :]            # (B, L) → (B, 1, L): per sentence
+        read_as = f", read as {tuple(pos.shape)}: one row per sentence"
     rows = x.shape[:-1]
     try:
         fits = torch.broadcast_shapes(pos.shape, rows) == rows
@@ -144,7 +151,7 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         fits = False
     if not fits:
         length = pos.shape[-1] if pos.dim() else "a scalar"
-        raise ValueError(f"rotate: positions of shape {tuple(pos.shape)} "
+        raise ValueError(f"rotate: positions of shape {given}{read_as} "
                          f"(length {length}) do not match "
                          f"x of shape {tuple(x.shape)} "
                          f"(L={x.shape[-2] if x.dim() > 1 else 'none'}); "
