@@ -3,7 +3,9 @@
 Multi-head attention (reference and fused paths, and the packed-QKV ablation, vs
 ``nn.MultiheadAttention``) at several lengths, a full training step of our ``Transformer`` vs the
 same model on ``nn.Transformer`` (and the ablation), and greedy and beam decoding with and without
-the KV cache; on a GPU also bf16 autocast and torch.compile. Interleaved medians in one process;
+the KV cache; chapter 12's norms and attention paths; chapter 1's step-by-step RNNs (``nn.RNN``,
+the book's ``ElmanRNN``) against fused self-attention; on a GPU also bf16 autocast and
+torch.compile. Interleaved medians in one process;
 ratios to PyTorch; nothing is asserted.
 
 By default the result goes to ``--out`` (benchmarks.json and benchmarks.md). ``--record`` writes it

@@ -250,6 +250,20 @@ def test_quick_run_has_chapter_12s_rows_and_the_tiled_path_is_small(quick):
         assert by[f"L={L}", "ours, tiled (flash)"] <= max(2 * L * 16, 2 * 16 * 16) * 4
 
 
+def test_quick_run_has_chapter_1s_recurrence_rows(quick):
+    from tf_tutorial.timing.compare import RECURRENCE, zh
+
+    rows = [row for row in quick["rows"] if row["benchmark"] == RECURRENCE]
+    assert {(row["size"], row["impl"]) for row in rows} == {
+        (f"L={L}", impl) for L in (16, 32)
+        for impl in ("nn.RNN", "ours, ElmanRNN", "F.scaled_dot_product_attention")}
+    for row in rows:   # nn.RNN is each length's base
+        assert row["seconds"] > 0 and len(row["round_seconds"]) == 2
+        if row["impl"] == "nn.RNN":
+            assert row["ratio"] == 1.0
+    assert zh(RECURRENCE) != RECURRENCE and zh("ours, ElmanRNN") != "ours, ElmanRNN"
+
+
 def test_largest_tensor_bytes_sees_the_biggest_intermediate():
     from tf_tutorial.timing.clock import largest_tensor_bytes
     x = torch.randn(10, 3)

@@ -132,6 +132,9 @@ def _attention_rounds(batch, length, d_model, n_heads, repeat, device, packed):
             for name, fn in runs.items()}, rounds
 
 
+# chapter 1's comparison (its rows: :func:`_recurrence_rows`)
+RECURRENCE = "recurrence and attention (forward)"
+
 _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
              "nn.Transformer": "nn.Transformer",
              "ours": "本书实现", "ours, fused path": "本书实现（融合路径）",
@@ -146,7 +149,10 @@ _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
              "ours, RMSNorm": "本书的 RMSNorm", "nn.LayerNorm": "nn.LayerNorm",
              "nn.RMSNorm": "nn.RMSNorm",
              "attention paths (forward)": "注意力的三条路径（前向，因果）",
-             "ours, tiled (flash)": "本书的分块实现（FlashAttention 的算法）"}
+             "ours, tiled (flash)": "本书的分块实现（FlashAttention 的算法）",
+             RECURRENCE: "逐步递推与一次算完的注意力（前向）",
+             "nn.RNN": "nn.RNN（C++ 循环）",
+             "ours, ElmanRNN": "本书的 ElmanRNN（Python 循环）"}
 _ZH_PATTERNS = [(r"^training step \((.+)\)$", r"训练步（\1）"),
                 (r"bf16 autocast", "bf16 自动混合精度"),
                 (r"^decode beam (\d+)$", r"束搜索解码（k = \1）"),
@@ -342,7 +348,10 @@ SIZES = {
                                      d_k=32, block_size=64, repeat=3),
              "training_step": dict(_CH10_MODEL, batch=80, length=24),
              "decoding": dict(_CH10_MODEL, tokens=[16, 64], batch=8,
-                              src_len=20, beam_size=4)},
+                              src_len=20, beam_size=4),
+             # chapter 1: B = 8, width 64, as its live demonstration
+             "recurrence": dict(lengths=[64, 256, 1024, 4096], batch=8,
+                                width=64, repeat=5)},
     "quick": {"repeat": 2,
               "attention": dict(lengths=[32, 64, 128], batch=4, d_model=64,
                                 n_heads=4),
@@ -351,7 +360,9 @@ SIZES = {
                                       block_size=16, repeat=2),
               "training_step": dict(_TINY_MODEL, batch=8, length=12),
               "decoding": dict(_TINY_MODEL, tokens=[8, 16], batch=2,
-                               src_len=20, beam_size=2)},
+                               src_len=20, beam_size=2),
+              "recurrence": dict(lengths=[16, 32], batch=2, width=16,
+                                 repeat=2)},
 }
 
 METHOD = ("interleaved medians: within one comparison the implementations "
@@ -495,6 +506,36 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
     return rows
 
 
+def _recurrence_rows(s: dict, device: str) -> list[dict]:
+    """Chapter 1: a batch read step by step (nn.RNN, this book's ElmanRNN) or
+    all at once (fused self-attention), forward only; nn.RNN is the base."""
+    from tf_tutorial.rnn import ElmanRNN
+
+    torch.manual_seed(0)
+    width = s["width"]
+    ours = ElmanRNN(width, width).to(device)
+    ref = nn.RNN(width, width, batch_first=True).to(device)
+    rows = []
+    for L in s["lengths"]:
+        x = torch.randn(s["batch"], L, width, device=device)
+        fns = {"nn.RNN": lambda: ref(x),
+               "ours, ElmanRNN": lambda: ours(x),
+               "F.scaled_dot_product_attention":
+                   lambda: torch.nn.functional.scaled_dot_product_attention(
+                       x, x, x)}
+        with torch.no_grad():
+            rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
+        t = {k: statistics.median(v) for k, v in rounds.items()}
+        spread = ratio_quartiles(rounds, "nn.RNN")
+        for k in fns:
+            rows.append({"benchmark": RECURRENCE, "size": f"L={L}",
+                         "impl": k, "seconds": t[k],
+                         "ratio": t[k] / t["nn.RNN"],
+                         "ratio_quartiles": spread[k],
+                         "round_seconds": rounds[k]})
+    return rows
+
+
 def run_all(quick: bool = False, device: str = "cpu",
             repeat: int | None = None) -> dict:
     """所有比较，排成一张表的各行，连同机器、日期、方法和所用时间。
@@ -513,7 +554,8 @@ def run_all(quick: bool = False, device: str = "cpu",
             + _training_rows(sizes["training_step"], rep, device, quick)
             + _decoding_rows(sizes["decoding"], rep, device)
             + _norm_rows(sizes["norm"], rep, device)
-            + _attention_path_rows(sizes["attention_paths"], device))
+            + _attention_path_rows(sizes["attention_paths"], device)
+            + _recurrence_rows(sizes["recurrence"], device))
     return {"what": ("python -m benchmarks: this package beside torch.nn, "
                      "side by side"),
             "machine": machine, "quick": quick,

@@ -1,0 +1,62 @@
+"""Chapter 1's sentence about the GPU, with and without the recurrence rows in the GPU record.
+
+The committed record has no such rows yet (nbval renders that branch); the branch the next GPU
+record will take runs here, through the chapter's own cell, on a copy with rows added.
+"""
+import copy
+import json
+
+import jupytext
+import pytest
+
+from conftest import ROOT
+from tf_tutorial.timing.compare import RECURRENCE, SIZES, _recurrence_rows
+
+MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
+           "rows": "# the GPU record's recurrence rows"}
+
+
+def chapter_cell(marker: str) -> str:
+    hits = [c.source for c in jupytext.read(ROOT / "book" / "ch01_rnn.md").cells
+            if c.cell_type == "code" and marker in c.source]
+    assert len(hits) == 1, f"chapter 1: {len(hits)} code cells contain {marker!r}, expected 1"
+    return hits[0]
+
+
+@pytest.fixture(scope="module")
+def render():
+    ns: dict = {}
+    exec(chapter_cell(MARKERS["imports"]), ns)
+    cell = chapter_cell(MARKERS["rows"])
+    committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
+
+    def run(gpu):
+        shown, glued = [], {}
+        ns.update(load_record=lambda name: gpu, display=lambda md: shown.append(md.data),
+                  glue=lambda name, value: glued.__setitem__(name, value))
+        exec(cell, ns)
+        return glued["gpu_rnn"], shown
+    return run, committed
+
+
+def test_without_rows_the_sentence_says_the_gpu_has_not_measured_it(render):
+    run, committed = render
+    assert not any(r["benchmark"] == RECURRENCE for r in committed.get("benchmarks", {}).get("rows", []))
+    for gpu in (committed, None):                 # no rows, or no record at all (Colab)
+        text, shown = run(gpu)
+        assert "还没有这三者的计时" in text and not shown
+
+
+def test_with_rows_the_sentence_reads_the_ratios_off_the_record(render):
+    run, committed = render
+    gpu = copy.deepcopy(committed)
+    rows = _recurrence_rows(SIZES["quick"]["recurrence"], "cpu")   # real rows, two lengths
+    for r, ratio in zip([r for r in rows if r["impl"] == "F.scaled_dot_product_attention"], (0.5, 3.0)):
+        r["ratio"] = ratio                        # fixed, so that the sentence is known
+    gpu["benchmarks"]["rows"] += rows
+    text, shown = run(gpu)
+    assert "还没有" not in text
+    assert "L=16 到 L=32，自注意力的用时依次是 nn.RNN 的 0.50、3.00 倍：它在 L=16 时比 nn.RNN 快" in text
+    assert gpu["benchmarks"]["machine"]["date"][:10] in text and gpu["benchmarks"]["machine"]["label"] in text
+    assert len(shown) == 1 and "本书的 ElmanRNN（Python 循环）" in shown[0]
+    assert "逐步递推与一次算完的注意力（前向）" in shown[0]
