@@ -100,3 +100,21 @@ def prose_lines(text: str) -> list[tuple[int, str]]:
         clean = _LINK_TARGET.sub("]", clean)
         out.append((n + 1, clean))
     return out
+
+
+def chapter_cells(chapter: str, markers: dict[str, str]) -> dict[str, str]:
+    """``{name: source}`` of the one code cell of ``book/<chapter>.md`` that holds each marker.
+
+    For tests that run a branch of a chapter's own cell which nbval, on the committed records,
+    does not reach. A marker found in no cell, or in several, fails the test.
+    """
+    import jupytext
+
+    cells = [c.source for c in jupytext.read(ROOT / "book" / f"{chapter}.md").cells
+             if c.cell_type == "code"]
+    found = {}
+    for name, marker in markers.items():
+        hits = [src for src in cells if marker in src]
+        assert len(hits) == 1, f"{chapter}: {len(hits)} code cells contain {marker!r}, expected 1"
+        found[name] = hits[0]
+    return found

@@ -6,28 +6,21 @@ record will take runs here, through the chapter's own cell, on a copy with rows 
 import copy
 import json
 
-import jupytext
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, chapter_cells
 from tf_tutorial.timing.compare import RECURRENCE, SIZES, _recurrence_rows
 
 MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
            "rows": "# the GPU record's recurrence rows"}
 
 
-def chapter_cell(marker: str) -> str:
-    hits = [c.source for c in jupytext.read(ROOT / "book" / "ch01_rnn.md").cells
-            if c.cell_type == "code" and marker in c.source]
-    assert len(hits) == 1, f"chapter 1: {len(hits)} code cells contain {marker!r}, expected 1"
-    return hits[0]
-
-
 @pytest.fixture(scope="module")
 def render():
     ns: dict = {}
-    exec(chapter_cell(MARKERS["imports"]), ns)
-    cell = chapter_cell(MARKERS["rows"])
+    cells = chapter_cells("ch01_rnn", MARKERS)
+    exec(cells["imports"], ns)
+    cell = cells["rows"]
     committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
 
     def run(gpu):

@@ -8,27 +8,20 @@ the chapter's own cell.
 import copy
 import json
 
-import jupytext
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, chapter_cells
 
 MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
            "prose": "# the GPU record in prose"}
 
 
-def chapter_cell(marker: str) -> str:
-    hits = [c.source for c in jupytext.read(ROOT / "book" / "ch10_translation.md").cells
-            if c.cell_type == "code" and marker in c.source]
-    assert len(hits) == 1, f"chapter 10: {len(hits)} code cells contain {marker!r}, expected 1"
-    return hits[0]
-
-
 @pytest.fixture(scope="module")
 def render():
     ns: dict = {}
-    exec(chapter_cell(MARKERS["imports"]), ns)
-    prose = chapter_cell(MARKERS["prose"])
+    cells = chapter_cells("ch10_translation", MARKERS)
+    exec(cells["imports"], ns)
+    prose = cells["prose"]
     committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
     calib = json.loads((ROOT / "book" / "records" / "cpu_calibration.json").read_text(encoding="utf-8"))
 

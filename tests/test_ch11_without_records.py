@@ -9,10 +9,9 @@ the training to the generation cost, with a tiny configuration and no record.
 import dataclasses
 import warnings
 
-import jupytext
 import pytest
 
-from conftest import ROOT
+from conftest import chapter_cells
 
 CELLS = {  # a line that marks each cell of the chapter this test runs, in order
     "imports": "from tf_tutorial.book.records import load_record",
@@ -25,20 +24,9 @@ CELLS = {  # a line that marks each cell of the chapter this test runs, in order
 }
 
 
-def chapter_cells() -> dict:
-    cells = [c.source for c in jupytext.read(ROOT / "book" / "ch11_decoder_only.md").cells
-             if c.cell_type == "code"]
-    found = {}
-    for name, marker in CELLS.items():
-        hits = [src for src in cells if marker in src]
-        assert len(hits) == 1, f"chapter 11: {len(hits)} code cells contain {marker!r}, expected 1"
-        found[name] = hits[0]
-    return found
-
-
 @pytest.fixture(scope="module")
 def section():
-    cells = chapter_cells()
+    cells = chapter_cells("ch11_decoder_only", CELLS)
     ns: dict = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")          # plt.show() on Agg
