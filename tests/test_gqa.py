@@ -143,6 +143,36 @@ def test_layer_equals_hand_written_maths_and_mha_with_repeated_kv_weights(n_kv):
     torch.testing.assert_close(mha_like(gqa)(x, mem, mem, mask), expected, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("n_kv", [1, 3, 6])
+def test_another_kernel_sees_the_repeated_heads_and_gives_the_same_output(n_kv):
+    """kernel=flash_attention (chapter 12 puts it in chapter 11's model) computes what the fused
+    kernel does; the kernel gets every query head its own key/value head, and the mask once."""
+    import functools
+
+    from tf_tutorial.flash import flash_attention
+
+    seen = []
+
+    def spy(q, k, v, mask):
+        seen.append((q.shape, k.shape, v.shape, None if mask is None else mask.shape))
+        return functools.partial(flash_attention, block_size=3)(q, k, v, mask)
+
+    x, mem = inputs()
+    mask = random_mask()[:, 0]                                                     # (B, T, S)
+    expected = gqa_layer(n_kv)(x, mem, mem, mask)
+    flash = gqa_layer(n_kv, kernel=spy)
+    torch.testing.assert_close(flash(x, mem, mem, mask), expected, atol=1e-12, rtol=0)
+    assert seen == [((B, H, T, DK), (B, H, S, DK), (B, H, S, DK), (B, 1, T, S))]
+    out, weights = flash(x, mem, mem, mask, return_weights=True)   # weights: the readable path
+    assert len(seen) == 1 and weights.shape == (B, H, T, S)
+    torch.testing.assert_close(out, expected, atol=1e-12, rtol=0)
+    # the kernel has no dropout: in training with dropout it refuses, in eval it runs
+    dropping = gqa_layer(n_kv, kernel=spy, dropout=0.1).train()
+    with pytest.raises(ValueError, match="has no dropout, but dropout=0.1 in training mode"):
+        dropping(x, mem, mem, mask)
+    torch.testing.assert_close(dropping.eval()(x, mem, mem, mask), expected, atol=1e-12, rtol=0)
+
+
 def test_heads_in_a_group_share_keys_but_not_queries():
     gqa = gqa_layer(2)
     x, mem = inputs()

@@ -222,6 +222,13 @@ class GroupedQueryAttention(nn.Module):
             after the split into heads and before the cache update, the new
             positions starting at ``cache.length`` (0 without a cache).
             Self-attention only: with a static cache it raises.
+        kernel: None (default: the fused kernel) or another attention
+            function ``kernel(q, k, v, mask) -> out`` on heads, with the
+            key/value heads repeated for their groups: q, k, v (B, H, ·, d_k),
+            mask None or (B, 1, T, S). E.g.
+            ``functools.partial(tf_tutorial.flash.flash_attention,
+            block_size=64)`` (chapter 12). It gets no dropout: with dropout
+            > 0 it runs in eval mode only.
     Shape:
         As :class:`MultiHeadAttention`: query (B, T, D); key, value (B, S, D);
         mask boolean, broadcastable to (B, T, S), with a cache (B, T, t + S);
@@ -234,7 +241,8 @@ class GroupedQueryAttention(nn.Module):
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int,
-                 dropout: float = 0.0, bias: bool = True, rotary=None):
+                 dropout: float = 0.0, bias: bool = True, rotary=None,
+                 kernel=None):
         super().__init__()
         require_sizes(d_model=d_model, n_heads=n_heads)
         if d_model % n_heads != 0:
@@ -255,7 +263,7 @@ class GroupedQueryAttention(nn.Module):
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
-        self.rotary = rotary
+        self.rotary, self.kernel = rotary, kernel
 
     def split_heads(self, x: torch.Tensor, n_heads: int) -> torch.Tensor:
         """把 (B, L, n·d_k) 拆成 n 个头：(B, n, L, d_k)。"""
@@ -295,13 +303,21 @@ class GroupedQueryAttention(nn.Module):
             mask, has_key = heads_mask(mask, q.shape[0], q.shape[2],
                                        k.shape[2])
         p = self.dropout if self.training else 0.0
-        # the readable path: each key/value head repeated for its group
-        if return_weights:
+        if return_weights or self.kernel is not None:
+            # each key/value head repeated for its group
             group = self.n_heads // self.n_kv_heads
             k, v = (k.repeat_interleave(group, dim=1),
                     v.repeat_interleave(group, dim=1))  # (B, H, S, d_k)
+        if return_weights:    # the readable path
             out, weights = scaled_dot_product_attention(q, k, v, mask,
                                                         dropout_p=p)
+        elif self.kernel is not None:
+            if p:
+                raise ValueError(f"kernel: {self.kernel!r} has no dropout, "
+                                 f"but dropout={self.dropout} in training "
+                                 "mode; use it in eval mode or with "
+                                 "dropout=0")
+            out, weights = self.kernel(q, k, v, mask), None
         else:
             out, weights = fused_attention(q, k, v, mask, dropout_p=p,
                                            enable_gqa=True), None
