@@ -185,7 +185,7 @@ def test_every_symbol_of_the_notation_page_is_typeset(browser, served_book):
 
 SCROLLING_CODE = """
     const wide = [];
-    for (const pre of document.querySelectorAll('main div.cell_input pre, main div.cell_output pre')) {
+    for (const pre of document.querySelectorAll('main div.cell_input pre, main div.cell_output pre, main article div.highlight pre')) {
       if (pre.scrollWidth > pre.clientWidth + 1) {
         const line = pre.innerText.split('\\n').reduce((a, b) => (b.length > a.length ? b : a), '');
         wide.push(`${pre.scrollWidth} px > ${pre.clientWidth} px: ${line.trim().slice(0, 50)}`);
