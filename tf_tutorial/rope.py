@@ -41,8 +41,8 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_positive, require_sizes,
-                                 require_tensors)
+from tf_tutorial._checks import (broadcast_shape, require_positive,
+                                 require_sizes, require_tensors)
 
 
 def _require_pairs(name: str, width) -> None:
@@ -144,12 +144,8 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
     if x.dim() == 4 and pos.dim() == 2:
         pos = pos[:, None, :]            # (B, L) → (B, 1, L): per sentence
         read_as = f", read as {tuple(pos.shape)}: one row per sentence"
-    rows = x.shape[:-1]
-    try:
-        fits = torch.broadcast_shapes(pos.shape, rows) == rows
-    except RuntimeError:
-        fits = False
-    if not fits:
+    rows = tuple(x.shape[:-1])
+    if broadcast_shape(pos.shape, rows) != rows:
         length = pos.shape[-1] if pos.dim() else "a scalar"
         raise ValueError(f"rotate: positions of shape {given}{read_as} "
                          f"(length {length}) do not match "

@@ -390,6 +390,21 @@ def round_ratios(row: dict, base: dict) -> list[float]:
     return [x / y for x, y in zip(a, b)]
 
 
+def _group_rows(benchmark: str, size: str, rounds: dict[str, list[float]],
+                base: str) -> list[dict]:
+    """一组轮流计时的结果排成表的各行：中位数、对基准的比值、逐轮比值的四分位。
+
+    ``rounds`` as :func:`~tf_tutorial.timing.clock.interleaved_times` returns
+    them; one row per implementation, in its order.
+    """
+    t = {k: statistics.median(v) for k, v in rounds.items()}
+    spread = ratio_quartiles(rounds, base)
+    return [{"benchmark": benchmark, "size": size, "impl": k,
+             "seconds": t[k], "ratio": t[k] / t[base],
+             "ratio_quartiles": spread[k], "round_seconds": rounds[k]}
+            for k in rounds]
+
+
 def _attention_rows(s: dict, repeat: int, device: str) -> list[dict]:
     rows = []
     for L in s["lengths"]:
@@ -465,13 +480,8 @@ def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
 
     rounds = interleaved_times({k: step(m.to(device))
                                 for k, m in mods.items()}, repeat=repeat)
-    t = {k: statistics.median(v) for k, v in rounds.items()}
-    spread = ratio_quartiles(rounds, "nn.LayerNorm")
-    return [{"benchmark": "norm fwd+bwd",
-             "size": f"({s['batch']}, {s['length']}, {D})", "impl": k,
-             "seconds": v, "ratio": v / t["nn.LayerNorm"],
-             "ratio_quartiles": spread[k], "round_seconds": rounds[k]}
-            for k, v in t.items()]
+    return _group_rows("norm fwd+bwd", f"({s['batch']}, {s['length']}, {D})",
+                       rounds, "nn.LayerNorm")
 
 
 def _attention_path_rows(s: dict, device: str) -> list[dict]:
@@ -494,15 +504,11 @@ def _attention_path_rows(s: dict, device: str) -> list[dict]:
                                            block_size=s["block_size"])}
         with torch.no_grad():
             rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
-        t = {k: statistics.median(v) for k, v in rounds.items()}
-        spread = ratio_quartiles(rounds, "F.scaled_dot_product_attention")
-        for k, fn in fns.items():
-            rows.append({"benchmark": "attention paths (forward)",
-                         "size": f"L={L}", "impl": k, "seconds": t[k],
-                         "ratio": t[k] / t["F.scaled_dot_product_attention"],
-                         "ratio_quartiles": spread[k],
-                         "round_seconds": rounds[k],
-                         "largest_tensor_bytes": largest_tensor_bytes(fn)})
+        rows += [{**row, "largest_tensor_bytes":
+                  largest_tensor_bytes(fns[row["impl"]])}
+                 for row in _group_rows("attention paths (forward)", f"L={L}",
+                                        rounds,
+                                        "F.scaled_dot_product_attention")]
     return rows
 
 
@@ -525,14 +531,7 @@ def _recurrence_rows(s: dict, device: str) -> list[dict]:
                        x, x, x)}
         with torch.no_grad():
             rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
-        t = {k: statistics.median(v) for k, v in rounds.items()}
-        spread = ratio_quartiles(rounds, "nn.RNN")
-        for k in fns:
-            rows.append({"benchmark": RECURRENCE, "size": f"L={L}",
-                         "impl": k, "seconds": t[k],
-                         "ratio": t[k] / t["nn.RNN"],
-                         "ratio_quartiles": spread[k],
-                         "round_seconds": rounds[k]})
+        rows += _group_rows(RECURRENCE, f"L={L}", rounds, "nn.RNN")
     return rows
 
 
