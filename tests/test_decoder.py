@@ -86,3 +86,27 @@ def test_stacks_need_a_positive_number_of_layers(n_layers):
     for stack in (Encoder, Decoder):
         with pytest.raises(ValueError, match=f"n_layers must be a positive integer, but got {n_layers!r}"):
             stack(12, 3, 20, n_layers)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_decoder_from_one_layer_like_torch(norm_first):
+    """Decoder(layer, N) copies the layer N times, as nn.TransformerDecoder(layer, N) does."""
+    torch.manual_seed(4)
+    torch_layer = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    with torch.no_grad():
+        for p in torch_layer.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    torch_layer = torch_layer.double().eval()
+    layer = from_torch(torch_layer)
+    ours = Decoder(layer, 2).eval()
+    ref = nn.TransformerDecoder(torch_layer, 2, norm=nn.LayerNorm(D).double() if norm_first else None).eval()
+    assert len(ours.layers) == 2 and all(a is not layer for a in ours.layers)
+    assert type(ours.norm).__name__ == ("LayerNorm" if norm_first else "Identity")
+    x, memory = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, S, D, dtype=torch.float64)
+    expected = ref(x, memory, tgt_mask=torch_attn_mask(causal_mask(T)))
+    torch.testing.assert_close(ours(x, memory, causal_mask(T)), expected)
+    with pytest.raises(TypeError, match=r"Decoder\(layer, n_layers\) takes no other size, but also got d_ff=48"):
+        Decoder(layer, 2, FF)
+    from tf_tutorial.encoder import EncoderLayer
+    with pytest.raises(TypeError, match="d_model: expected an int or DecoderLayer, but got EncoderLayer$"):
+        Decoder(EncoderLayer(D, H, FF), 2)

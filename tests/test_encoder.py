@@ -77,3 +77,38 @@ def test_dropout_reaches_every_attention_of_a_layer():
     dec = DecoderLayer(8, 2, 16, dropout=0.3)
     assert enc.self_attn.dropout == dec.self_attn.dropout == dec.cross_attn.dropout == 0.3
     assert enc.ffn.dropout.p == enc.attn_block.dropout.p == 0.3
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_encoder_from_one_layer_like_torch(norm_first):
+    """Encoder(layer, N) copies the layer N times, as nn.TransformerEncoder(layer, N) does."""
+    torch.manual_seed(3)
+    torch_layer = jitter(nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True,
+                                                    norm_first=norm_first))
+    layer = from_torch(torch_layer)
+    ours = Encoder(layer, 3).eval()
+    ref = nn.TransformerEncoder(torch_layer, 3, norm=nn.LayerNorm(D).double() if norm_first else None,
+                                enable_nested_tensor=False).eval()
+    assert len(ours.layers) == 3
+    assert type(ours.norm).__name__ == ("LayerNorm" if norm_first else "Identity")  # follows the layer
+    assert all(a is not layer for a in ours.layers)                       # copies, not the layer itself
+    x = torch.randn(B, S, D, dtype=torch.float64)
+    torch.testing.assert_close(ours(x), ref(x))
+    with torch.no_grad():
+        ours.layers[0].self_attn.w_o.weight.zero_()                       # the copies are independent
+    assert ours.layers[1].self_attn.w_o.weight.abs().sum() > 0
+    assert layer.self_attn.w_o.weight.abs().sum() > 0
+    assert Encoder(layer, n_layers=2, final_norm=False).norm.__class__ is nn.Identity
+
+
+def test_encoder_from_one_layer_refuses_what_the_layer_already_fixes():
+    layer = EncoderLayer(D, H, FF)
+    with pytest.raises(TypeError, match=r"Encoder\(layer, n_layers\) takes no other size, but also got d_ff=48"):
+        Encoder(layer, 2, FF)
+    with pytest.raises(TypeError, match="takes no other size, but also got n_heads=2"):
+        Encoder(layer, 2, n_layers=3)
+    with pytest.raises(ValueError, match="n_layers must be a positive integer, but got None"):
+        Encoder(layer)
+    with pytest.raises(TypeError, match=r"d_model: expected an int or EncoderLayer, but got "
+                                        r"TransformerEncoderLayer \(tf_tutorial.interop.from_torch"):
+        Encoder(nn.TransformerEncoderLayer(D, H, FF, batch_first=True), 2)

@@ -17,7 +17,7 @@ from tf_tutorial._checks import require_sizes, require_tensors, require_width
 from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import KVCache, MultiHeadAttention
-from tf_tutorial.residual import SublayerConnection, stack_norm
+from tf_tutorial.residual import SublayerConnection, stack_from_layer, stack_norm
 
 
 def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
@@ -140,18 +140,24 @@ class Decoder(nn.Module):
     """解码器：N 个解码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
 
     N decoder layers and an optional final LayerNorm (on by default with
-    Pre-LN).
+    Pre-LN). Built from sizes, or from one layer as ``Decoder(layer,
+    n_layers)``, like :class:`~tf_tutorial.encoder.Encoder`.
 
     Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and
     with ``return_weights=True`` the weights come back as
     {"self": [...], "cross": [...]}, one per layer.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
+    def __init__(self, d_model: int | DecoderLayer, n_heads: int | None = None,
+                 d_ff: int | None = None, n_layers: int | None = None,
                  dropout: float = 0.1, norm_first: bool = False,
                  activation: str = "relu", eps: float = 1e-5,
                  final_norm: bool | None = None):
         super().__init__()
+        if isinstance(d_model, nn.Module):           # Decoder(layer, N)
+            self.layers, self.norm = stack_from_layer(
+                DecoderLayer, d_model, n_heads, d_ff, n_layers, final_norm)
+            return
         require_sizes(n_layers=n_layers)
         self.layers = nn.ModuleList(
             DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first,

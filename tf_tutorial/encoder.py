@@ -13,7 +13,7 @@ from torch import nn
 from tf_tutorial._checks import require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.residual import SublayerConnection, stack_norm
+from tf_tutorial.residual import SublayerConnection, stack_from_layer, stack_norm
 
 
 class EncoderLayer(nn.Module):
@@ -61,14 +61,24 @@ class Encoder(nn.Module):
     N encoder layers and an optional final LayerNorm (on by default with Pre-LN,
     where no sublayer normalises the stack's output).
 
+    Built from sizes, ``Encoder(d_model, n_heads, d_ff, n_layers, ...)``, or
+    from one layer, ``Encoder(layer, n_layers)``, as
+    ``nn.TransformerEncoder(layer, num_layers)`` is: N deep copies of it,
+    with the final norm following its placement.
+
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, n_layers: int,
+    def __init__(self, d_model: int | EncoderLayer, n_heads: int | None = None,
+                 d_ff: int | None = None, n_layers: int | None = None,
                  dropout: float = 0.1, norm_first: bool = False,
                  activation: str = "relu", eps: float = 1e-5,
                  final_norm: bool | None = None):
         super().__init__()
+        if isinstance(d_model, nn.Module):           # Encoder(layer, N)
+            self.layers, self.norm = stack_from_layer(
+                EncoderLayer, d_model, n_heads, d_ff, n_layers, final_norm)
+            return
         require_sizes(n_layers=n_layers)
         self.layers = nn.ModuleList(
             EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,

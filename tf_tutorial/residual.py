@@ -7,12 +7,14 @@ Shape legend: B batch, L sequence length, D d_model.
 """
 from __future__ import annotations
 
+import copy
 from typing import Callable
 
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_dropout, require_flags, require_tensors
+from tf_tutorial._checks import (require_dropout, require_flags, require_sizes,
+                                require_tensors)
 from tf_tutorial.norm import LayerNorm
 
 
@@ -69,3 +71,33 @@ def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
         require_flags(final_norm=enabled)
     use = norm_first if enabled is None else enabled
     return LayerNorm(d_model, eps) if use else nn.Identity()
+
+
+def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
+                     final_norm: bool | None) -> tuple[nn.ModuleList, nn.Module]:
+    """``Encoder(layer, N)`` 这种写法：把一个层深拷贝成 N 个彼此独立的层。
+
+    The stacks' second way to be built, as ``nn.TransformerEncoder(layer, N)``
+    and the Annotated Transformer do: N deep copies of ``layer`` (a ``kind``),
+    and the final norm that follows its placement (:func:`stack_norm`). N
+    comes second (the slot of ``n_heads``) or as ``n_layers=``; the other
+    sizes belong to the layer, so none may be given with it.
+    """
+    if not isinstance(layer, kind):
+        hint = (" (tf_tutorial.interop.from_torch converts torch.nn's)"
+                if type(layer).__module__.startswith("torch.nn") else "")
+        raise TypeError(f"d_model: expected an int or {kind.__name__}, "
+                        f"but got {type(layer).__name__}{hint}")
+    if n_layers is None:             # (layer, N): N sits in n_heads' slot
+        n_heads, n_layers = None, n_heads
+    extra = {name: value for name, value in
+             (("n_heads", n_heads), ("d_ff", d_ff)) if value is not None}
+    if extra:
+        raise TypeError(f"{kind.__name__.replace('Layer', '')}(layer, "
+                        f"n_layers) takes no other size, but also got "
+                        + ", ".join(f"{k}={v}" for k, v in extra.items()))
+    require_sizes(n_layers=n_layers)
+    norm = layer.ffn_block.norm   # every layer ends in its FFN's connection
+    return (nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers)),
+            stack_norm(norm.d_model, layer.ffn_block.norm_first, final_norm,
+                       norm.eps).to(norm.weight))     # the layer's dtype, device
