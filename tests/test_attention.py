@@ -234,3 +234,11 @@ def test_dropout_p_outside_0_1_is_refused_by_name(fn, p):
     q = torch.randn(2, 3, 4)
     with pytest.raises(ValueError, match=rf"^dropout_p must be in \[0, 1\), but got {re.escape(repr(p))}$"):
         fn(q, q, q, dropout_p=p)
+
+
+def test_inputs_without_a_length_and_a_width_are_refused():
+    q = torch.randn(5)                                  # a bare vector: no (L, d) to attend over
+    for fn in (scaled_dot_product_attention, fused_attention):
+        with pytest.raises(ValueError, match=r"^q, k, v: expected at least 2 dimensions \(\.\.\., L, d\), "
+                                             r"but got shapes \(5,\), \(5,\), \(5,\)$"):
+            fn(q, q, q)

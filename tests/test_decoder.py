@@ -110,3 +110,10 @@ def test_decoder_from_one_layer_like_torch(norm_first):
     from tf_tutorial.encoder import EncoderLayer
     with pytest.raises(TypeError, match="d_model: expected an int or DecoderLayer, but got EncoderLayer$"):
         Decoder(EncoderLayer(D, H, FF), 2)
+
+
+def test_a_cache_for_another_number_of_layers_is_refused():
+    from tf_tutorial.decoder import DecoderCache
+    dec = Decoder(D, H, FF, n_layers=2, dropout=0.0)
+    with pytest.raises(ValueError, match="^cache: expected a DecoderCache for 2 layers, but got one for 3$"):
+        dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=DecoderCache(3))

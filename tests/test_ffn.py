@@ -53,12 +53,30 @@ def test_the_ffn_widens_then_narrows():
 
 
 def test_gelu_option_and_dropout_in_training_only():
-    ffn = PositionwiseFeedForward(D, FF, dropout=0.5, activation="gelu")
-    x = torch.randn(B, L, D)
-    ffn.eval()
-    torch.testing.assert_close(ffn(x), ffn(x), rtol=0, atol=0)
+    torch.manual_seed(1)
+    ffn = PositionwiseFeedForward(D, FF, dropout=0.5, activation="gelu").double()
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    ffn.eval()                                               # no dropout: the formula with GELU
+    expected = F.gelu(x @ ffn.w1.weight.T + ffn.w1.bias) @ ffn.w2.weight.T + ffn.w2.bias
+    torch.testing.assert_close(ffn(x), expected)
+    assert not torch.allclose(expected, F.relu(x @ ffn.w1.weight.T + ffn.w1.bias) @ ffn.w2.weight.T
+                              + ffn.w2.bias)                 # GELU and ReLU really differ here
     ffn.train()
     assert not torch.allclose(ffn(x), ffn(x))
+
+
+def test_swiglu_drops_its_hidden_layer_in_training_only():
+    torch.manual_seed(2)
+    ffn = SwiGLUFeedForward(D, dropout=0.5).double()
+    x = torch.randn(B, L, D, dtype=torch.float64)
+    hidden = F.silu(x @ ffn.w_gate.weight.T) * (x @ ffn.w_up.weight.T)
+    torch.testing.assert_close(ffn.eval()(x), hidden @ ffn.w_down.weight.T)
+    seen = []
+    ffn.w_down.register_forward_pre_hook(lambda module, inputs: seen.append(inputs[0]))
+    ffn.train()(x)
+    dropped = seen[0] == 0
+    assert 0.3 < dropped.float().mean() < 0.7                # about half the hidden units are zeroed
+    torch.testing.assert_close(seen[0][~dropped], 2 * hidden[~dropped])   # the rest scaled by 1/(1-p)
 
 
 def test_bad_input():

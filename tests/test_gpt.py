@@ -247,6 +247,20 @@ def test_empirical_frequencies_match_sampling_probs():
     assert (p > 0).sum() >= 3                              # a distribution worth checking
 
 
+def test_temperature_zero_is_the_greedy_limit():
+    """τ → 0 sends softmax(z / τ) to the argmax; temperature=0 is that limit, not an error."""
+    z = torch.randn(4, 9, generator=torch.Generator().manual_seed(3))
+    g = torch.Generator().manual_seed(7)
+    state = g.get_state()
+    assert torch.equal(sample(z, temperature=0, generator=g), z.argmax(-1))
+    assert torch.equal(g.get_state(), state)                       # no draw
+    assert torch.equal(sampling_probs(z, temperature=0), torch.nn.functional.one_hot(z.argmax(-1), 9).float())
+    tie = sampling_probs(torch.tensor([1.0, 3.0, 3.0, -2.0]), temperature=0)
+    assert torch.equal(tie, torch.tensor([0.0, 0.5, 0.5, 0.0]))   # the limit splits a tie evenly
+    m, prompt = _model(), torch.tensor([[4, 9, 11], [7, 3, 5]])
+    assert torch.equal(generate(m, prompt, 6, temperature=0), _greedy(m, prompt, 6))
+
+
 def test_top_k_one_is_argmax_and_draws_nothing():
     z = torch.randn(2, 3, 11, generator=torch.Generator().manual_seed(6))
     g = torch.Generator().manual_seed(7)
@@ -259,7 +273,7 @@ def test_top_k_one_is_argmax_and_draws_nothing():
 
 @pytest.mark.parametrize("fn", [sample, sampling_probs])
 @pytest.mark.parametrize("kw, name, value", [
-    (dict(temperature=0), "temperature", "0"), (dict(temperature=-1), "temperature", "-1"),
+    (dict(temperature=-0.5), "temperature", "-0.5"), (dict(temperature=-1), "temperature", "-1"),
     (dict(temperature=float("nan")), "temperature", "nan"),
     (dict(top_p=0), "top_p", "0"), (dict(top_p=1.5), "top_p", "1.5"),
     (dict(top_k=0), "top_k", "0"), (dict(top_k=2.0), "top_k", "2.0"),
@@ -314,16 +328,25 @@ def test_cache_equals_recomputation_when_sampling(prompt):
     assert not torch.equal(a, c)                                  # the draws are random at all
 
 
-def test_pad_is_never_generated_so_cache_and_recomputation_agree(prompt):
-    """A drawn <pad> would be masked as a key when recomputing but seen through the cache."""
+def test_a_drawn_pad_is_hidden_alike_in_the_cache_and_in_recomputation(prompt):
+    """generate draws from every token, <pad> too; once drawn it is masked as a key on both paths."""
     m = _model()
-    kw = dict(temperature=10.0)          # nearly uniform over 29 tokens: 60 draws would hit <pad>
+    kw = dict(temperature=10.0)          # nearly uniform over 29 tokens: 60 draws hit <pad>
     a = generate(m, prompt, 20, **kw, generator=torch.Generator().manual_seed(0))
     b = generate(m, prompt, 20, **kw, generator=torch.Generator().manual_seed(0), use_cache=False)
     new = a[:, prompt.shape[1]:]
-    assert len(set(new.flatten().tolist())) > V // 2              # the draws do spread out
-    assert not (new == PAD).any()
+    assert (new == PAD).any()                                      # the case this test is about
     assert torch.equal(a, b)
+
+
+def test_greedy_generation_follows_the_argmax_even_onto_pad():
+    """top_k=1 is the argmax of model(seq)[:, -1] at every step, whichever token that is."""
+    m = _model()
+    prompt = torch.tensor([[5, 9, PAD], [7, 3, 4]])
+    want = _greedy(m, prompt, 6)
+    assert (want[:, 3:] == PAD).any()                              # with tied weights: 0 follows 0
+    assert torch.equal(generate(m, prompt, 6, top_k=1), want)
+    assert torch.equal(generate(m, prompt, 6, top_k=1, use_cache=False), want)
 
 
 def test_generate_shapes_and_training_mode(prompt):
@@ -489,7 +512,7 @@ def test_tokens_past_max_len_are_named_for_every_kind_of_position(positions):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(temperature=0), "temperature must be a positive number, but got 0"),
+    (dict(temperature=-1), r"temperature must be a number >= 0 \(0: greedy\), but got -1"),
     (dict(top_p=1.5), r"top_p must be None or in \(0, 1\], but got 1.5"),
     (dict(top_k=0), "top_k must be None or an integer >= 1, but got 0"),
 ])
@@ -754,13 +777,19 @@ def test_generate_returns_the_prompt_dtype():
         assert torch.equal(out.long(), generate(m, prompt.long(), 4, top_k=1, use_cache=use_cache))
 
 
-def test_config_takes_numpy_ids_and_names_a_default_that_does_not_fit():
+def test_config_takes_numpy_ids_and_a_vocabulary_too_small_for_the_default_eos():
     import numpy as np
 
     cfg = GPTConfig(vocab_size=12, d_model=16, n_heads=2, pad_id=np.int64(0), eos_id=np.int64(3))
     assert (cfg.pad_id, cfg.eos_id) == (0, 3) and type(cfg.pad_id) is type(cfg.eos_id) is int
-    with pytest.raises(ValueError, match="eos_id=2 is the default: pass eos_id"):
-        GPTConfig(vocab_size=2, d_model=16, n_heads=2)
+    assert GPTConfig(vocab_size=3, d_model=16, n_heads=2).eos_id == 2
+    for vocab_size in (1, 2):                       # no room for eos_id=2: a model without one
+        tiny = GPT(GPTConfig(vocab_size=vocab_size, d_model=16, n_heads=2, n_layers=1))
+        assert tiny.config.eos_id is None
+        out = generate(tiny, torch.zeros(1, 2, dtype=torch.long), 3, generator=torch.Generator().manual_seed(0))
+        assert out.shape == (1, 5) and int(out.max()) < vocab_size
+    with pytest.raises(ValueError, match="^eos_id=2 is not a valid id for vocab_size=2$"):
+        GPTConfig(vocab_size=2, d_model=16, n_heads=2, eos_id=2)        # given, not defaulted
 
 
 def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
@@ -768,7 +797,7 @@ def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
     z = torch.randn(4, 9, generator=torch.Generator().manual_seed(8))
     kept = sampling_probs(z, temperature=np.float32(0.5), top_k=np.int64(3), top_p=np.float64(0.9))
     assert torch.equal(kept, sampling_probs(z, temperature=0.5, top_k=3, top_p=0.9))
-    with pytest.raises(ValueError, match=r"^temperature must be a positive number, but got tensor"):
+    with pytest.raises(ValueError, match=r"^temperature must be a number >= 0 \(0: greedy\), but got tensor"):
         sample(z, temperature=torch.tensor(0.7))
     with pytest.raises(ValueError, match=r"^top_p must be None or in \(0, 1\], but got True$"):
         sample(z, top_p=True)
@@ -803,3 +832,17 @@ def test_every_continuation_step_runs_without_cudnn_attention():
                        progress=False)
     assert seen == [False] * 3
     assert torch.backends.cuda.cudnn_sdp_enabled()
+
+
+def test_a_bad_keep_mask_or_cache_is_refused_by_name():
+    m = _model()
+    tokens = torch.ones(2, 5, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"^keep: expected a boolean mask of shape \(2, 5\), "
+                                         r"but got torch.int64 of shape \(2, 5\)$"):
+        m(tokens, keep=torch.ones(2, 5, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^keep: expected .* but got torch.bool of shape \(2, 4\)$"):
+        m(tokens, keep=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=f"^cache: expected a GPTCache for {N} layers, but got one for 5$"):
+        m(tokens, cache=GPT(GPTConfig(**{**SMALL, "n_layers": 5})).new_cache())
+    keep = torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 1]], dtype=torch.bool)
+    torch.testing.assert_close(m(tokens, keep=keep), m(tokens)[keep])   # and a good one picks the rows

@@ -25,6 +25,22 @@ def test_phenomena_tags():
     assert "关系从句 (relative clauses)" not in phenomena("who bought the car ?".split())
     assert phenomena("I love China .".split()) == ["简单句 (simple)"]
     assert "时间/地点前移 (reordering)" in phenomena("he swam yesterday .".split())
+    assert phenomena("do you love China ?".split()) == ["疑问句 (questions)"]
+    for joined in ("I swam because he swam .", "I swam but he ran .", "I swam , he ran ."):
+        assert phenomena(joined.split()) == ["并列/因果 (coordination)"], joined
+
+
+def test_score_splits_exact_match_by_phenomenon():
+    from tf_tutorial.metrics import score
+    pairs = [("I love China .".split(), "我 爱 中国 。".split()),
+             ("do you love China ?".split(), "你 爱 中国 吗 ？".split()),
+             ("he swam yesterday .".split(), "他 昨天 游泳 了 。".split()),
+             ("she ran yesterday .".split(), "她 昨天 跑步 了 。".split())]
+    hyps = ["我 爱 中国 。", "你 爱 中国 ？", "他 昨天 游泳 了 。", "她 今天 跑步 了 。"]
+    out = score(pairs, hyps)
+    assert out["exact_match"] == 0.5
+    assert out["by_phenomenon"] == {"简单句 (simple)": (1.0, 1), "疑问句 (questions)": (0.0, 1),
+                                    "时间/地点前移 (reordering)": (0.5, 2)}
 
 
 def test_evaluate_returns_outputs_for_every_sentence():
@@ -107,7 +123,7 @@ def test_a_sentence_where_a_list_belongs_is_refused_by_name(call, message):
         call()
 
 
-def test_error_kinds():
+def test_error_kinds_in_a_long_sentence():
     from tf_tutorial.metrics import error_kind
     ref = "我 昨天 在 图书馆 借 了 一 本 书 。"
     assert error_kind(ref, ref) == "无误"
@@ -133,3 +149,11 @@ def test_error_kinds():
     assert error_kind("我 爱 你", "我 爱 你 你") == "重复"
     assert error_kind("我 爱 你", "他 爱 你") == "错词"
     assert error_kind("我 爱 你", "我 很 喜欢 你") == "混合"        # one token replaced by two
+
+
+def test_sentence_bleu_names_an_argument_that_is_not_a_sentence():
+    from tf_tutorial.metrics import sentence_bleu
+    with pytest.raises(TypeError, match="^hyp must be a sentence \\(str\\), but got list$"):
+        sentence_bleu(["我", "爱"], "我 爱")
+    with pytest.raises(TypeError, match="^ref must be a sentence \\(str\\), but got NoneType$"):
+        sentence_bleu("我 爱", None)

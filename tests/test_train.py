@@ -663,3 +663,39 @@ def test_cli_a_time_budget_that_ends_before_the_first_step_reports_0_steps(tmp_p
     assert main(["--config", "tiny", "--max-seconds", "1e-9", "--out", str(tmp_path), "--no-progress"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["steps"] == 0 and json.loads((tmp_path / "results.json").read_text())["steps"] == 0
+
+
+def test_validate_scores_every_real_token_and_no_padding(corpus):
+    """validate's loss and accuracy equal the same sums taken one sentence at a time (no padding)."""
+    from tf_tutorial.corpus.data import encode_pairs
+    from tf_tutorial.train import validate
+    torch.manual_seed(0)
+    m = Transformer(TransformerConfig(len(corpus.src_vocab), len(corpus.tgt_vocab), d_model=16, n_heads=2,
+                                      n_layers=1, d_ff=32, dropout=0.0, max_len=128))
+    eos = corpus.tgt_vocab.eos_id                # make <eos> the argmax: right once per sentence
+    m.out.register_forward_hook(lambda mod, inp, out: out + 20.0 * nn.functional.one_hot(
+        torch.tensor(eos), out.shape[-1]))
+    encoded = encode_pairs(corpus.valid[:40], corpus.src_vocab, corpus.tgt_vocab)
+    assert len({len(t) for _, t in encoded}) > 3                 # batches really hold padding
+    loss_sum = correct = total = 0
+    with torch.no_grad():
+        for src, tgt in encoded:
+            logits = m(torch.tensor([src]), torch.tensor([tgt[:-1]]))[0]
+            gold = torch.tensor(tgt[1:])
+            loss_sum += nn.functional.cross_entropy(logits, gold, reduction="sum").item()
+            correct += int((logits.argmax(-1) == gold).sum())
+            total += len(gold)
+    loss, acc = validate(m, encoded, corpus.tgt_vocab.pad_id, torch.device("cpu"), batch_size=16)
+    assert correct == len(encoded) < total                       # the <eos> positions, and no others
+    assert acc == correct / total
+    assert loss == pytest.approx(loss_sum / total, rel=1e-5)
+
+
+def test_a_time_limit_is_refused_with_several_processes(corpus, monkeypatch):
+    """Each process would stop at its own step; DDP needs them in step (checked before training)."""
+    import tf_tutorial.train as train_module
+    monkeypatch.setattr(train_module, "_distributed", lambda dev: (0, 2, dev))
+    monkeypatch.setattr(train_module, "train_step", lambda *a, **k: pytest.fail("trained"))
+    with pytest.raises(ValueError, match="^max_seconds cannot be used with several processes: each would "
+                                         "stop at a different step; use --steps$"):
+        train(TINY, corpus=corpus, progress=False, max_seconds=60)

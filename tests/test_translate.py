@@ -301,3 +301,16 @@ def test_cli_one_word_quoted_sentences_are_translated_one_per_line(ckpt, t, caps
     code, out, err = run_main([ckpt, "--tokens", "Hello.", "Goodbye."], capsys)
     assert code == 0 and "Hello" in err and "Goodbye" in err          # unknown words are noted
     assert out == t("Hello.", tokens=True, warn=False) + "\n" + t("Goodbye.", tokens=True, warn=False) + "\n"
+
+
+def test_more_sentences_of_one_length_than_a_batch_holds(t):
+    """Same-length sentences beyond batch_size go into later batches; each still gets its own output."""
+    from tf_tutorial.translate import Translator
+    sentences = ["The dog bites the man.", "The man bites the dog.", "I love China.", "He loves China.",
+                 "She loves China.", "We love China.", "I bought three books."]
+    small = Translator(t.model, t.src_vocab, t.tgt_vocab, batch_size=2)
+    rows = [small.encode(s) for s in sentences]
+    assert max(sum(len(r) == len(row) for r in rows) for row in rows) > 2    # a length with 3+ sentences
+    want = [t(s) for s in sentences]                                         # the default batch holds them all
+    assert small(sentences) == want
+    assert want == ["".join(reference(t, normalise(s, t.src_vocab))) for s in sentences]

@@ -65,7 +65,8 @@ class GPTConfig:
     (None = ``n_heads``: ordinary multi-head attention; 1 = multi-query
     attention).
     ``pad_id``: the padding token (never a key); ``eos_id``: the token that
-    ends an answer in training (None: 2, or 0 when ``pad_id`` is 2);
+    ends an answer in training (None: 2, or 0 when ``pad_id`` is 2; it stays
+    None in a vocabulary of one or two tokens, too small for the default);
     :func:`generate` stops there only when given ``eos_id=`` itself.
     The output layer always reuses the token embedding (tied, as in GPT-2 and
     chapter 10).
@@ -91,20 +92,17 @@ class GPTConfig:
     def __post_init__(self):
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
-        default_eos = self.eos_id is None
         plain_ints(self, ("pad_id", "eos_id"))
-        if default_eos:                                 # frozen dataclass
+        if self.eos_id is None and 2 < self.vocab_size:  # frozen dataclass
             object.__setattr__(self, "eos_id", 2 if self.pad_id != 2 else 0)
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
+            if name == "eos_id" and value is None:      # no room for one
+                continue
             if (not isinstance(value, int) or isinstance(value, bool)
                     or not 0 <= value < self.vocab_size):
-                raise ValueError(
-                    f"{name}={value!r} is not a valid id for "
-                    f"vocab_size={self.vocab_size}"
-                    + (f" ({name}={value} is the default: pass {name} for a "
-                       "vocabulary this small)"
-                       if name == "eos_id" and default_eos else ""))
+                raise ValueError(f"{name}={value!r} is not a valid id for "
+                                 f"vocab_size={self.vocab_size}")
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
                              f"but both are {self.pad_id}")
@@ -334,8 +332,8 @@ def _check_sampling(temperature, top_k, top_p, logits=None) -> None:
             raise ValueError("logits: expected shape (..., |V|) with |V| >= 1,"
                              f" but got {tuple(logits.shape)}")
     # NumPy scalars are numbers too; bools and tensors are not
-    if not _is_real(temperature) or not (0 < temperature < math.inf):
-        raise ValueError("temperature must be a positive number, "
+    if not _is_real(temperature) or not (0 <= temperature < math.inf):
+        raise ValueError("temperature must be a number >= 0 (0: greedy), "
                          f"but got {temperature!r}")
     if top_k is not None and (isinstance(top_k, bool)
                               or not isinstance(top_k, numbers.Integral)
@@ -387,7 +385,8 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
     """从打分里抽下一个词元：温度、top-k、top-p 见 :func:`sampling_probs`。
 
     Draw the next token from logits (..., |V|) → ids (...). ``top_k=1`` is
-    greedy decoding (argmax, no random number is drawn). ``generator``: a
+    greedy decoding (argmax, no random number is drawn), and so is
+    ``temperature=0``, the limit τ → 0 of softmax(z / τ). ``generator``: a
     ``torch.Generator`` on the logits' device, for repeatable draws.
 
     Raises:
@@ -397,7 +396,7 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
             the device instead.
     """
     _check_sampling(temperature, top_k, top_p, logits)
-    if top_k == 1:     # greedy: the same refusal, without a draw
+    if top_k == 1 or temperature == 0:  # greedy: the same refusal, no draw
         flat = logits.reshape(-1, logits.shape[-1])
         bad = flat.isnan().any(-1) | (flat == -math.inf).all(-1)
         if bad.any():
@@ -442,7 +441,9 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         max_new_tokens: tokens to add to each row; prompt length +
             max_new_tokens must fit in ``max_len``.
         temperature, top_k, top_p, generator: as in :func:`sample`, over
-            every token but ``pad_id``, which is never generated.
+            the whole vocabulary (``temperature=0`` or ``top_k=1``: greedy).
+            A drawn ``pad_id`` is kept and, like any <pad>, later tokens do
+            not attend to it.
         eos_id: stop a row once it has produced this id (the rest of the row
             becomes ``pad_id``), and stop when every row has; None (default)
             always adds ``max_new_tokens`` tokens.
@@ -462,7 +463,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         ``lengths``, L is max(lengths): row b holds its ``lengths[b]`` prompt
         tokens, its new tokens, then ``pad_id``.
     Raises:
-        ValueError: temperature ≤ 0, top_k < 1, top_p outside (0, 1], an empty
+        ValueError: temperature < 0, top_k < 1, top_p outside (0, 1], an empty
         prompt, one that does not fit in ``max_len`` with the new tokens, or
         ``lengths`` that are not B integers in [1, L].
     """
@@ -518,9 +519,6 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         last[:, -1] = True                # only the last position's logits
         logits = model(out[:, :first], cache, keep=last)   # (B, |V|)
         for t in range(first, width):
-            # <pad> is never drawn: later tokens could not see it (it is
-            # masked as a key), and cached and recomputed generation would part
-            logits[:, pad_id] = float("-inf")
             nxt = sample(logits, temperature, top_k, top_p,
                          generator).to(out.dtype)        # (b,)
             # a row still inside its prompt takes the prompt's token instead
