@@ -89,7 +89,7 @@ def test_batch_decoding_equals_one_sentence_at_a_time(model, src):
 def test_length_penalty_and_bad_arguments(model, src):
     assert length_penalty(torch.tensor(1), 0.6).item() == pytest.approx(1.0)
     assert length_penalty(torch.tensor(7), 0.6).item() == pytest.approx(2.0 ** 0.6)
-    with pytest.raises(ValueError, match=r"max_len must be in \[1, 63\]"):
+    with pytest.raises(ValueError, match=r"max_len must be in \[1, 64\] \(the model.s max_len\), but got 100$"):
         greedy_decode(model, src, max_len=100)
     with pytest.raises(ValueError, match="beam_size must be a positive integer, but got 0"):
         beam_search(model, src, beam_size=0)
@@ -324,7 +324,7 @@ def test_greedy_stops_when_every_sentence_has_ended_and_has_a_default_limit(mode
     assert early.shape == (3, stop) and stop < 30
     # no limit given: the source length (with its <eos>) + 20, within the model's positions
     S = src.shape[1]
-    assert greedy_decode(model, src, eos_id=-1).shape[1] == min(S + 20, model.config.max_len - 1)
+    assert greedy_decode(model, src, eos_id=-1).shape[1] == min(S + 20, model.config.max_len)
 
 
 @pytest.mark.parametrize("decode", [greedy_decode, lambda m, s, **kw: beam_search(m, s, 3, **kw)],
@@ -360,9 +360,22 @@ def test_max_len_may_give_each_sentence_its_own_limit(model, src, decode):
         decode(model, src, max_len=[4, 9])
     with pytest.raises(ValueError, match=r"but got shape \(3,\), dtype torch.float32$"):
         decode(model, src, max_len=torch.tensor([4.0, 9.0, 6.0]))
-    with pytest.raises(ValueError, match=r"^max_len must be in \[1, 63\] \(the model's max_len - 1\), "
-                                         r"but got \[0, 9, 64\]$"):
-        decode(model, src, max_len=[0, 9, 64])
+    with pytest.raises(ValueError, match=r"^max_len must be in \[1, 64\] \(the model's max_len\), "
+                                         r"but got \[0, 9, 65\]$"):
+        decode(model, src, max_len=[0, 9, 65])
+
+
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_decoding_may_fill_every_position_the_model_has(model, src, use_cache):
+    """max_len tokens need decoder positions 0 .. max_len - 1 only: BOS and the first max_len - 1 written."""
+    n = model.config.max_len
+    greedy = greedy_decode(model, src, max_len=n, eos_id=-1, use_cache=use_cache)
+    assert greedy.shape == (3, n)
+    bos = torch.full((3, 1), model.config.bos_id)
+    logits = model(src, torch.cat([bos, greedy[:, :-1]], 1))             # teacher-forced: the same choices
+    logits[..., [model.config.pad_id, model.config.bos_id]] = float("-inf")  # which decoding never writes
+    assert torch.equal(logits.argmax(-1), greedy)
+    assert beam_search(model, src, 2, max_len=n, eos_id=-1).shape == (3, n)
 
 
 

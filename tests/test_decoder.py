@@ -98,10 +98,11 @@ def test_decoder_from_one_layer_like_torch(norm_first):
             p.add_(0.05 * torch.randn_like(p))
     torch_layer = torch_layer.double().eval()
     layer = from_torch(torch_layer)
-    ours = Decoder(layer, 2).eval()
+    ours = Decoder(layer, 2, final_norm=norm_first).eval()                  # torch's norm=: off by default
     ref = nn.TransformerDecoder(torch_layer, 2, norm=nn.LayerNorm(D).double() if norm_first else None).eval()
     assert len(ours.layers) == 2 and all(a is not layer for a in ours.layers)
     assert type(ours.norm).__name__ == ("LayerNorm" if norm_first else "Identity")
+    assert type(Decoder(layer, 2).norm) is nn.Identity
     x, memory = torch.randn(B, T, D, dtype=torch.float64), torch.randn(B, S, D, dtype=torch.float64)
     expected = ref(x, memory, tgt_mask=torch_attn_mask(causal_mask(T)))
     torch.testing.assert_close(ours(x, memory, causal_mask(T)), expected)

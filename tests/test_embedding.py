@@ -159,3 +159,18 @@ def test_positional_encodings_refuse_a_bad_dropout_and_ids_given_as_vectors():
         with pytest.raises(ValueError, match=r"^x must be floating-point vectors \(B, L, D\), but got dtype "
                                              r"torch\.int64: embed the ids first$"):
             cls(8, 16)(torch.zeros(1, 3, 8, dtype=torch.long))
+
+
+def test_one_unbatched_sequence_gets_the_same_positions_as_a_batch_of_one():
+    from tf_tutorial.embedding import LearnedPositionalEncoding
+    torch.manual_seed(0)
+    emb = TokenEmbedding(V, D)
+    x = emb(torch.tensor([3, 1, 4, 1, 5]))                       # (L, D): TokenEmbedding keeps 1-D ids 1-D
+    for pe in (SinusoidalPositionalEncoding(D, 10), LearnedPositionalEncoding(D, 10)):
+        torch.testing.assert_close(pe(x), pe(x[None])[0])
+        torch.testing.assert_close(pe(x, start=2), pe(x[None], start=2)[0])
+        assert not torch.equal(pe(x), pe(x, start=2))           # the positions really are added
+        with pytest.raises(ValueError, match=f"^positions 6..10 exceeds max_len=10 of {type(pe).__name__}$"):
+            pe(x, start=6)
+    with pytest.raises(ValueError, match=r"^x: expected shape \(L, 12\), but got \(5, 3\)$"):
+        SinusoidalPositionalEncoding(D, 10)(torch.randn(5, 3))

@@ -81,16 +81,14 @@ def test_dropout_reaches_every_attention_of_a_layer():
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_encoder_from_one_layer_like_torch(norm_first):
-    """Encoder(layer, N) copies the layer N times, as nn.TransformerEncoder(layer, N) does."""
+    """Encoder(layer, N) copies the layer N times, as nn.TransformerEncoder(layer, N) does: no final norm."""
     torch.manual_seed(3)
     torch_layer = jitter(nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, batch_first=True,
                                                     norm_first=norm_first))
     layer = from_torch(torch_layer)
     ours = Encoder(layer, 3).eval()
-    ref = nn.TransformerEncoder(torch_layer, 3, norm=nn.LayerNorm(D).double() if norm_first else None,
-                                enable_nested_tensor=False).eval()
-    assert len(ours.layers) == 3
-    assert type(ours.norm).__name__ == ("LayerNorm" if norm_first else "Identity")  # follows the layer
+    ref = nn.TransformerEncoder(torch_layer, 3, enable_nested_tensor=False).eval()
+    assert len(ours.layers) == 3 and type(ours.norm) is nn.Identity
     assert all(a is not layer for a in ours.layers)                       # copies, not the layer itself
     x = torch.randn(B, S, D, dtype=torch.float64)
     torch.testing.assert_close(ours(x), ref(x))
@@ -98,7 +96,9 @@ def test_encoder_from_one_layer_like_torch(norm_first):
         ours.layers[0].self_attn.w_o.weight.zero_()                       # the copies are independent
     assert ours.layers[1].self_attn.w_o.weight.abs().sum() > 0
     assert layer.self_attn.w_o.weight.abs().sum() > 0
-    assert Encoder(layer, n_layers=2, final_norm=False).norm.__class__ is nn.Identity
+    normed = Encoder(layer, n_layers=2, final_norm=True)                  # torch's norm=LayerNorm(D)
+    ref = nn.TransformerEncoder(torch_layer, 2, norm=nn.LayerNorm(D).double(), enable_nested_tensor=False)
+    torch.testing.assert_close(normed.eval()(x), ref.eval()(x))
 
 
 def test_encoder_from_one_layer_refuses_what_the_layer_already_fixes():

@@ -123,3 +123,11 @@ def test_each_norm_keeps_its_own_eps(kind):
     x = torch.randn(2, 3, 8)
     args = (x,) if kind == "encoder" else (x, x)
     torch.testing.assert_close(from_torch(ref)(*args), ref(*args))
+
+
+@pytest.mark.parametrize("relu", [torch.relu, torch.nn.functional.relu, nn.ReLU(), "relu"])
+def test_every_way_of_writing_relu_converts(relu):
+    torch.manual_seed(5)
+    ref = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, activation=relu).double().eval()
+    x = torch.randn(2, 3, 8, dtype=torch.float64)
+    torch.testing.assert_close(from_torch(ref)(x), ref(x))

@@ -37,3 +37,21 @@ def test_contributing_maps_every_module_to_a_chapter_and_existing_tests():
     for row in rows:
         for test in re.findall(r"`(tests/[\w./]+)`", row):
             assert (ROOT / test).exists(), f"CONTRIBUTING.md names {test}, which does not exist"
+
+
+def test_every_top_level_module_is_reachable_from_the_package_itself():
+    """import tf_tutorial; tf_tutorial.attention... works, loading each module on first use."""
+    import subprocess
+    import sys
+    top = {m.name for m in pkgutil.iter_modules(tf_tutorial.__path__) if not m.name.startswith("_")}
+    assert set(tf_tutorial._SUBMODULES) == top                      # the lazy list is the real one
+    code = ("import sys, tf_tutorial; assert 'tf_tutorial.attention' not in sys.modules; "
+            "m = tf_tutorial.attention.causal_mask(3); print(m.shape, tf_tutorial.gpt.GPTConfig.__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "torch.Size([3, 3]) GPTConfig"
+    try:
+        tf_tutorial.not_a_chapter
+    except AttributeError as error:
+        assert str(error) == "module 'tf_tutorial' has no attribute 'not_a_chapter'"
+    else:
+        raise AssertionError("a missing name must raise AttributeError")

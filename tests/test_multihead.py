@@ -167,6 +167,22 @@ def test_a_one_dimensional_key_mask_broadcasts_on_the_fused_path():
 def test_a_per_head_mask_is_refused_with_the_shared_shape_named():
     mha = MultiHeadAttention(8, 2)
     x = torch.randn(2, 3, 8)
-    with pytest.raises(ValueError, match=r"^mask: one \(B, T, S\) mask serves every head, but got shape "
-                                         r"\(2, 2, 3, 3\)$"):
+    with pytest.raises(ValueError, match=r"^mask: one \(B, T, S\) or \(B, 1, T, S\) mask serves every head, "
+                                         r"but got shape \(2, 2, 3, 3\)$"):
         mha(x, x, x, mask=torch.ones(2, 2, 3, 3, dtype=torch.bool))
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 3, 4), (2, 1, 1, 4), (1, 1, 3, 4)])
+def test_a_mask_with_a_head_axis_of_one_is_the_shared_mask(shape):
+    """(B, 1, T, S) and (B, 1, 1, S), as the Annotated Transformer and HF write masks, mean (B, T, S)."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, 2).eval()
+    x, kv = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    mask = torch.rand(shape, generator=torch.Generator().manual_seed(1)) > 0.4
+    mask[..., 0] = True
+    want = mha(x, kv, kv, mask[:, 0])
+    assert torch.equal(mha(x, kv, kv, mask), want)
+    assert not torch.allclose(want, mha(x, kv, kv))                       # the mask matters
+    from tf_tutorial.multihead import GroupedQueryAttention
+    gqa = GroupedQueryAttention(8, 2, 1).eval()
+    assert torch.equal(gqa(x, kv, kv, mask), gqa(x, kv, kv, mask[:, 0]))

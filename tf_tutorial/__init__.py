@@ -27,7 +27,25 @@
 书中每一章都从这里导入代码，并用 :func:`show` 展示它的真实源码：
 书里看到的就是被测试过的那一份。
 """
+import importlib
+
 from tf_tutorial.book.source import show
 
 __version__ = "0.1.0"
 __all__ = ["show", "__version__"]
+
+_SUBMODULES = {"rnn", "embedding", "attention", "multihead", "norm", "residual",
+               "ffn", "encoder", "decoder", "model", "train", "decode",
+               "metrics", "translate", "gpt", "rope", "flash", "interop",
+               "experiments", "corpus", "timing", "book"}
+
+
+def __getattr__(name: str):
+    """``import tf_tutorial`` 之后也能写 ``tf_tutorial.attention``：用到时才导入。
+
+    Submodules load on first use (PEP 562), so ``import tf_tutorial`` stays
+    light and ``tf_tutorial.attention.causal_mask`` still works.
+    """
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -84,7 +84,8 @@ def _max_len(model: Transformer, src: torch.Tensor,
     """
     require_ids(src, "src", lead="B, S")
     _require_model_device(model, src=src)
-    limit, B = model.config.max_len - 1, src.shape[0]
+    # n tokens feed the decoder BOS and the first n - 1: positions 0 .. n - 1
+    limit, B = model.config.max_len, src.shape[0]
     if max_len is None:
         real = (src != model.config.pad_id).sum(1)
         caps = (real + 20).clamp(max=limit)
@@ -106,7 +107,7 @@ def _max_len(model: Transformer, src: torch.Tensor,
             caps = torch.full((B,), int(max_len), device=src.device)
         if B and not 1 <= caps.min() <= caps.max() <= limit:
             raise ValueError(f"max_len must be in [1, {limit}] (the model's "
-                             f"max_len - 1), but got "
+                             f"max_len), but got "
                              f"{caps.tolist() if per_sentence else max_len}")
     return (int(caps.max()) if B else 0), caps
 
@@ -147,7 +148,8 @@ def greedy_decode(model: Transformer, src: torch.Tensor,
         src: (B, S) source ids, padded with the model's ``pad_id``.
         max_len: most tokens to generate: one int for every sentence, or one
             per sentence (a list or a (B,) tensor); default each sentence's
-            length without padding plus 20. At most the model's max_len - 1.
+            length without padding plus 20. At most the model's max_len: the
+            decoder then reads BOS and the first max_len - 1 tokens written.
             A sentence's output does not depend on the others in its batch.
         bos_id, eos_id: keyword only; default to the model's config (which
             takes them from the vocabulary); ``eos_id=-1`` never stops early

@@ -117,14 +117,16 @@ class _PositionalBase(nn.Module):
         if isinstance(x, torch.Tensor) and not x.is_floating_point():
             raise ValueError(f"x must be floating-point vectors (B, L, D), "
                              f"but got dtype {x.dtype}: embed the ids first")
-        require_width(x, self.d_model, lead="B, L")
+        one = isinstance(x, torch.Tensor) and x.dim() == 2   # (L, D): unbatched
+        require_width(x, self.d_model, lead="L" if one else "B, L")
         require_counts(start=start)
-        if start + x.shape[1] > self.max_len:
-            where = (f"positions {start}..{start + x.shape[1] - 1}" if start
-                     else f"sequence length {x.shape[1]}")
+        L = x.shape[-2]
+        if start + L > self.max_len:
+            where = (f"positions {start}..{start + L - 1}" if start
+                     else f"sequence length {L}")
             raise ValueError(f"{where} exceeds max_len={self.max_len} "
                              f"of {type(self).__name__}")
-        return x.shape[1]
+        return L
 
 
 class SinusoidalPositionalEncoding(_PositionalBase):
@@ -132,7 +134,8 @@ class SinusoidalPositionalEncoding(_PositionalBase):
 
     ``start`` is the position of x's first row (0, or the length of a decoder's
     cache). The dropout on this sum is the paper's (§5.4).
-    Shape: x (B, L, D) → (B, L, D), start + L <= max_len.
+    Shape: x (B, L, D) → (B, L, D), or one unbatched sequence (L, D) →
+    (L, D); start + L <= max_len.
     """
 
     def __init__(self, d_model: int, max_len: int = 5000, dropout: float = 0.0):

@@ -63,8 +63,8 @@ class Encoder(nn.Module):
 
     Built from sizes, ``Encoder(d_model, n_heads, d_ff, n_layers, ...)``, or
     from one layer, ``Encoder(layer, n_layers)``, as
-    ``nn.TransformerEncoder(layer, num_layers)`` is: N deep copies of it,
-    with the final norm following its placement.
+    ``nn.TransformerEncoder(layer, num_layers)`` is: N deep copies of it, and
+    no final norm unless ``final_norm=True``.
 
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
     """

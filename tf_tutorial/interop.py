@@ -160,7 +160,7 @@ def _activation_name(m: nn.Module) -> str:
     """'relu' or 'gelu' for a torch Transformer layer; ValueError for
     anything else."""
     act = m.activation
-    if act is F.relu or isinstance(act, nn.ReLU):
+    if act is F.relu or act is torch.relu or isinstance(act, nn.ReLU):
         return "relu"
     if act is F.gelu or (isinstance(act, nn.GELU)
                          and act.approximate == "none"):

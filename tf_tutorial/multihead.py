@@ -45,10 +45,14 @@ def heads_mask(mask, batch: int, queries: int, keys: int):
     dimensions broadcast as they are) with ``has_key``, broadcastable to
     (B, T, 1): False for a query that may attend to no key, whose output an
     attention module then sets to 0 after W^O (otherwise W^O's bias).
+    A mask that already has a head axis of size 1, (B, 1, T, S) as many
+    codebases write it, is the same mask.
     """
+    if isinstance(mask, torch.Tensor) and mask.dim() == 4 and mask.shape[1] == 1:
+        mask = mask[:, 0]                     # (B, 1, T, S) → (B, T, S)
     if isinstance(mask, torch.Tensor) and mask.dim() > 3:
-        raise ValueError(f"mask: one (B, T, S) mask serves every head, but "
-                         f"got shape {tuple(mask.shape)}")
+        raise ValueError(f"mask: one (B, T, S) or (B, 1, T, S) mask serves "
+                         f"every head, but got shape {tuple(mask.shape)}")
     check_mask(mask, (batch, queries, keys))
     has_key = mask.any(dim=-1, keepdim=True)
     return (mask[:, None] if mask.dim() == 3 else mask), has_key

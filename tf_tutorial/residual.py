@@ -78,10 +78,11 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
     """``Encoder(layer, N)`` 这种写法：把一个层深拷贝成 N 个彼此独立的层。
 
     The stacks' second way to be built, as ``nn.TransformerEncoder(layer, N)``
-    and the Annotated Transformer do: N deep copies of ``layer`` (a ``kind``),
-    and the final norm that follows its placement (:func:`stack_norm`). N
-    comes second (the slot of ``n_heads``) or as ``n_layers=``; the other
-    sizes belong to the layer, so none may be given with it.
+    does: N deep copies of ``layer`` (a ``kind``), and, as there, no final
+    norm unless ``final_norm=True`` (torch's ``norm=``; a Pre-LN stack wants
+    one, chapter 6). N comes second (the slot of ``n_heads``) or as
+    ``n_layers=``; the other sizes belong to the layer, so none may be given
+    with it.
     """
     if not isinstance(layer, kind):
         hint = (" (tf_tutorial.interop.from_torch converts torch.nn's)"
@@ -99,5 +100,5 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
     require_sizes(n_layers=n_layers)
     norm = layer.ffn_block.norm   # every layer ends in its FFN's connection
     return (nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers)),
-            stack_norm(norm.d_model, layer.ffn_block.norm_first, final_norm,
-                       norm.eps).to(norm.weight))     # the layer's dtype, device
+            stack_norm(norm.d_model, layer.ffn_block.norm_first,
+                       final_norm or False, norm.eps).to(norm.weight))
