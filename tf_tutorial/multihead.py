@@ -48,9 +48,10 @@ def heads_mask(mask, batch: int, queries: int, keys: int):
     A mask that already has a head axis of size 1, (B, 1, T, S) as many
     codebases write it, is the same mask.
     """
-    if isinstance(mask, torch.Tensor) and mask.dim() == 4 and mask.shape[1] == 1:
-        mask = mask[:, 0]                     # (B, 1, T, S) → (B, T, S)
-    if isinstance(mask, torch.Tensor) and mask.dim() > 3:
+    four = isinstance(mask, torch.Tensor) and mask.dim() == 4
+    if four and mask.shape[1] == 1:
+        mask, four = mask[:, 0], False        # (B, 1, T, S) → (B, T, S)
+    if four or isinstance(mask, torch.Tensor) and mask.dim() > 4:
         raise ValueError(f"mask: one (B, T, S) or (B, 1, T, S) mask serves "
                          f"every head, but got shape {tuple(mask.shape)}")
     check_mask(mask, (batch, queries, keys))
