@@ -288,3 +288,21 @@ def test_compare_attention_and_ratio_table_refuse_bad_input_by_name():
         ratio_table({})                                                         # was StopIteration
     table = ratio_table(compare_attention(batch=2, length=4, d_model=8, n_heads=2, repeat=1))
     assert table.count("\n") == 3 and "1.00×" in table
+
+
+def test_the_full_sizes_time_whole_williams_blocks(quick):
+    """Every group of the full record runs a whole number of Williams blocks (n rounds, 2n for odd n)."""
+    from tf_tutorial.timing.clock import williams_orders
+    from tf_tutorial.timing.compare import SIZES
+    full = SIZES["full"]
+    own = {"attention paths (forward)": "attention_paths", "recurrence and attention (forward)": "recurrence"}
+    groups = {}
+    for row in quick["rows"]:
+        groups.setdefault((row["benchmark"], row["size"]), set()).add(row["impl"])
+    assert len(groups) >= 8
+    for (benchmark, _), impls in groups.items():
+        key = own.get(benchmark)
+        rounds = full[key]["repeat"] if key else full["repeat"]
+        block = len(williams_orders(len(impls)))
+        assert block == (len(impls) if len(impls) % 2 == 0 else 2 * len(impls))
+        assert rounds % block == 0, (benchmark, len(impls), rounds)

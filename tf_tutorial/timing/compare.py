@@ -254,7 +254,7 @@ class TorchCoreTransformer(nn.Module):
                                    custom_encoder=enc, custom_decoder=dec)
 
     def forward(self, src, tgt_in):
-        """词元 (B, S) 和 (B, T) → 对数几率 (B, T, V)，与本书模型的接口相同。"""
+        """词元 (B, S)、(B, T) → 打分 logits (B, T, V)，接口同本书的模型。"""
         pad, T = self.config.pad_id, tgt_in.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool,
                             device=tgt_in.device).triu(1)  # True = blocked
@@ -338,20 +338,21 @@ def _adam_step(model, src, tgt, autocast: dict, compile: bool):
 _CH10_MODEL = dict(d_model=128, n_heads=4, n_layers=2, d_ff=256, vocab=1000)
 _TINY_MODEL = dict(d_model=32, n_heads=2, n_layers=1, d_ff=64, vocab=1000)
 SIZES = {
-    "full": {"repeat": 21,
+    # 24 rounds: whole Williams blocks for groups of 2, 3, 4 or 6 implementations
+    "full": {"repeat": 24,
              "attention": dict(lengths=[64, 256, 1024], batch=8, d_model=256,
                                n_heads=8),
              "norm": dict(batch=32, length=256, d_model=512),
              # chapter 12: forward only, one sequence; the tiled loop is slow in
-             # Python, so fewer repeats
+             # Python, so fewer repeats (6: one whole block for 3 paths)
              "attention_paths": dict(lengths=[256, 1024, 4096], n_heads=4,
-                                     d_k=32, block_size=64, repeat=3),
+                                     d_k=32, block_size=64, repeat=6),
              "training_step": dict(_CH10_MODEL, batch=80, length=24),
              "decoding": dict(_CH10_MODEL, tokens=[16, 64], batch=8,
                               src_len=20, beam_size=4),
              # chapter 1: B = 8, width 64, as its live demonstration
              "recurrence": dict(lengths=[64, 256, 1024, 4096], batch=8,
-                                width=64, repeat=5)},
+                                width=64, repeat=6)},
     "quick": {"repeat": 2,
               "attention": dict(lengths=[32, 64, 128], batch=4, d_model=64,
                                 n_heads=4),
@@ -367,9 +368,11 @@ SIZES = {
 
 METHOD = ("interleaved medians: within one comparison the implementations "
           "run in turns after untimed warm-up runs, with the same weights and "
-          "inputs; the rounds follow a Williams design (each block of n "
-          "rounds, 2n for odd n, times every implementation once in every "
-          "place and right after every other one equally often); each row is the median of `repeat` "
+          "inputs; the rounds follow a Williams design (in each block of n "
+          "rounds, 2n for odd n, every implementation runs in every place "
+          "equally often, once or twice, and right after every other one "
+          "equally often; the full sizes' round counts are whole blocks); "
+          "each row is the median of `repeat` "
           "timed runs (round_seconds keeps them all), its ratio is the ratio "
           "of its median to the median of the first implementation of its "
           "group; ratio_quartiles are the lower and upper quartiles of the "
