@@ -699,3 +699,18 @@ def test_a_time_limit_is_refused_with_several_processes(corpus, monkeypatch):
     with pytest.raises(ValueError, match="^max_seconds cannot be used with several processes: each would "
                                          "stop at a different step; use --steps$"):
         train(TINY, corpus=corpus, progress=False, max_seconds=60)
+
+
+@pytest.mark.parametrize("bf16, expected", [(True, torch.bfloat16), (False, torch.float16)])
+def test_auto_precision_on_a_gpu_takes_bf16_where_the_gpu_has_it(monkeypatch, bf16, expected):
+    """An A100/H100 gets bf16; a T4 (no fast bf16) gets fp16 with the loss scaler; no GPU is needed."""
+    asked = []
+
+    def supported(including_emulation=True):
+        asked.append(including_emulation)
+        return bf16
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", supported)
+    assert autocast_dtype(torch.device("cuda"), "auto") is expected
+    assert asked == [False]                        # emulated bf16 (slow on a T4) does not count
+    assert autocast_dtype(torch.device("cpu"), "auto") is None
+    assert autocast_dtype(torch.device("cuda"), "fp32") is None
