@@ -367,3 +367,16 @@ def test_the_mask_is_checked_against_the_scores_real_shape():
     assert out.shape == (2, 4, 3, 8) and torch.allclose(out, ref, atol=1e-6)
     with pytest.raises(ValueError, match=r"does not broadcast to .*\(2, 4, 3, 5\)"):
         grouped_query_attention(q, k, v, torch.ones(3, 1, 3, 5, dtype=torch.bool))
+
+
+def test_one_argument_is_self_attention():
+    """gqa(x), as LLaMA-style code calls its attention, is gqa(x, x, x); gqa(x, memory) reads memory twice."""
+    from tf_tutorial.attention import causal_mask
+    from tf_tutorial.multihead import GroupedQueryAttention
+    torch.manual_seed(0)
+    gqa = GroupedQueryAttention(16, 4, 2).eval()
+    x, memory = torch.randn(2, 5, 16), torch.randn(2, 7, 16)
+    assert torch.equal(gqa(x), gqa(x, x, x))
+    assert torch.equal(gqa(x, mask=causal_mask(5)), gqa(x, x, x, causal_mask(5)))
+    assert not torch.equal(gqa(x, mask=causal_mask(5)), gqa(x))            # the mask is not dropped
+    assert torch.equal(gqa(x, memory), gqa(x, memory, memory))

@@ -275,9 +275,15 @@ class GroupedQueryAttention(nn.Module):
         B, L, _ = x.shape
         return x.view(B, L, n_heads, self.d_k).transpose(1, 2)  # (B, n, L, d_k)
 
-    def forward(self, query, key, value, mask=None,
+    def forward(self, query, key=None, value=None, mask=None,
                 return_weights: bool = False, cache: KVCache | None = None):
-        """投影并拆头，（可选）旋转 q 和 k，更新缓存，再做注意力。"""
+        """投影并拆头，（可选）旋转 q 和 k，更新缓存，再做注意力。
+
+        ``attn(x)`` is self-attention, as LLaMA-style code calls it: a missing
+        key is the query, a missing value the key.
+        """
+        key = query if key is None else key
+        value = key if value is None else value
         check_inputs(query, key, value, self.d_model)
         if self.rotary is not None and cache is not None and cache.static:
             raise ValueError("cache: rotary positions need a self-attention "
