@@ -118,7 +118,8 @@ def test_sync_check_catches_a_drifted_pair(tmp_path):
     md = CHAPTERS[0]
     drifted = jupytext.read(md)
     drifted.cells[3].source += "\nprint('edited only in the notebook')"
-    with pytest.raises(Exception, match="differ"):
+    from jupytext.compare import NotebookDifference
+    with pytest.raises(NotebookDifference, match="differ"):
         compare_notebooks(drifted, jupytext.read(md), fmt="md:myst")
 
 

@@ -222,7 +222,7 @@ def test_the_sdpa_stage_measures_cudnn_on_and_leaves_training_with_it_off(monkey
     def broken(*args, **kwargs):
         raise RuntimeError("device bug")
     monkeypatch.setattr(G, "train", broken)
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^device bug$"):                   # the bug itself comes out
         G.sdpa_check(cfg, "cpu", corpus, "auto", steps=2)
     assert T.CUDNN_ATTENTION is False
 

@@ -334,7 +334,7 @@ def test_forward_errors():
     x, mem = torch.randn(B, T, D), torch.randn(B, S, D)
     with pytest.raises(ValueError, match=r"key: expected shape \(B, L, 24\), but got \(2, 7, 12\)"):
         gqa(x, mem[..., :12], mem)
-    with pytest.raises(ValueError, match="mask must be boolean"):
+    with pytest.raises(ValueError, match=r"^mask must be boolean \(True = may attend\), but got dtype torch.float32$"):
         gqa(x, mem, mem, torch.ones(B, T, S))
     for return_weights in (False, True):
         with pytest.raises(ValueError, match=r"mask of shape \(5, 5\) does not broadcast to the "

@@ -112,7 +112,7 @@ def test_bad_token_shapes():
     m = _model()
     with pytest.raises(ValueError, match=r"src: expected token ids of shape \(B, S\), but got torch.int64 of shape \(7,\)"):
         m(torch.ones(7, dtype=torch.long), torch.ones(1, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="same batch size"):
+    with pytest.raises(ValueError, match=r"^src and tgt_in must have the same batch size, but got \(2, 4\) and \(3, 3\)$"):
         m(torch.ones(2, 4, dtype=torch.long), torch.ones(3, 3, dtype=torch.long))
 
 

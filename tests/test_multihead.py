@@ -116,7 +116,7 @@ def test_bad_input():
         mha(x, torch.randn(B, S, 10), torch.randn(B, S, D))
     with pytest.raises(ValueError, match=r"mask of shape \(2, 5, 6\) does not broadcast.*\(2, 5, 7\)"):
         mha(x, torch.randn(B, S, D), torch.randn(B, S, D), torch.ones(B, T, 6, dtype=torch.bool))
-    with pytest.raises(ValueError, match="mask must be boolean"):
+    with pytest.raises(ValueError, match=r"^mask must be boolean \(True = may attend\), but got dtype torch.float32$"):
         mha(x, x, x, torch.ones(T, T))
 
 

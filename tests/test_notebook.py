@@ -72,7 +72,8 @@ def test_check_takes_only_true_or_false():
     import torch
     check(np.bool_(True), "a NumPy bool")
     check(torch.tensor(True), "a 0-dim bool tensor")
-    with pytest.raises(AssertionError):
+    with pytest.raises(AssertionError, match="^the chapter claims: a 0-dim bool tensor that is False; "
+                                             "the numbers just computed disagree$"):
         check(torch.tensor(False), "a 0-dim bool tensor that is False")
     for truthy in ("no", [0], lambda: False, 1):            # once all passed silently
         with pytest.raises(TypeError, match="^check\\(\\) expected the claim to be True or False, but got"):

@@ -124,7 +124,7 @@ def test_a_seed_run_with_its_stop_and_resume_is_one_straight_run():
     assert run["at_same_step"] == {"step": 3, **calibrate_ch11.scores(early.model, corpus.test, corpus)}
 
 
-def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch11, monkeypatch):
+def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch11, monkeypatch, capsys):
     with pytest.raises(SystemExit, match="needs book/records/ch11_budget.json"):
         calibrate_ch11.main(["--runs-only"])
     assert calibrate_ch11.main(["--rounds", "1"]) == 0
@@ -140,8 +140,10 @@ def test_calibrate_ch11_runs_only_keeps_the_timing_and_redoes_the_seeds(tiny_ch1
     assert again["runs_date"] >= first["runs_date"] and again["runs_machine"]
     assert set(again["encoder_decoder_seeds"]) == {"seed0", "seed1"}
     assert all(len(r["loss"]) == 5 for r in again["encoder_decoder_seeds"].values())
-    with pytest.raises(SystemExit):                          # timing and no timing at once
+    with pytest.raises(SystemExit) as stop:                  # timing and no timing at once
         calibrate_ch11.main(["--runs-only", "--rounds", "3"])
+    assert stop.value.code == 2 and "--rounds times the models; --runs-only keeps the record's timing: " \
+        "give one of them" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("change", [
@@ -159,9 +161,10 @@ def test_calibrate_ch11_runs_only_refuses_a_record_from_other_settings(tiny_ch11
         calibrate_ch11.main(["--runs-only"])
 
 
-def test_calibrate_ch11_refuses_zero_rounds(tiny_ch11):
-    with pytest.raises(SystemExit):
+def test_calibrate_ch11_refuses_zero_rounds(tiny_ch11, capsys):
+    with pytest.raises(SystemExit) as stop:
         calibrate_ch11.main(["--rounds", "0"])
+    assert stop.value.code == 2 and "--rounds must be at least 1, but got 0" in capsys.readouterr().err
     assert not (tiny_ch11 / calibrate_ch11.NAME).exists()
 
 
@@ -218,7 +221,7 @@ def test_calibrate_cpu_writes_chapter_10s_table_row_by_row(monkeypatch, tmp_path
     assert record["base"]["steps"] == 4
 
 
-def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path):
+def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(ch06_seeds, "SETTINGS", {"n_layers": 2, "lr": 3e-3, "steps": 12,
                                                  "warmups": [0, 60], "long_steps": 20,
                                                  "low_lr": 1e-3, "low_lr_steps": 15})
@@ -240,8 +243,10 @@ def test_ch06_seeds_writes_chapter_6s_record(monkeypatch, tmp_path):
     for run in record["low_lr_runs"].values():
         assert [len(c) for c in run["loss"]] == [15, 15]
         assert run["plateau_exit"] == [plateau_exit(c) for c in run["loss"]]
-    with pytest.raises(SystemExit):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
         ch06_seeds.main(["--seeds", "0"])
+    assert stop.value.code == 2 and "--seeds must be a positive integer, but got 0" in capsys.readouterr().err
 
 
 def test_the_committed_ch06_record_is_the_chapters_experiment():
