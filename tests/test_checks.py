@@ -212,3 +212,14 @@ def test_broadcast_shape_agrees_with_torch():
             expected = None
         assert broadcast_shape(*shapes) == expected, shapes
     assert broadcast_shape() == ()
+
+
+def test_a_model_given_a_dict_for_its_config_names_the_class_it_wants():
+    from tf_tutorial.gpt import GPT, GPTConfig
+    from tf_tutorial.model import Transformer, TransformerConfig
+    with pytest.raises(TypeError, match=r"^config must be a TransformerConfig, but got dict "
+                                        r"\(TransformerConfig\(\*\*d\) builds one from a dict\)$"):
+        Transformer(dict(src_vocab_size=10, tgt_vocab_size=10))
+    with pytest.raises(TypeError, match=r"^config must be a GPTConfig, but got TransformerConfig$"):
+        GPT(TransformerConfig(10, 10, d_model=8, n_heads=2, n_layers=1, d_ff=16))
+    assert isinstance(GPT(GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1)), GPT)

@@ -314,3 +314,11 @@ def test_more_sentences_of_one_length_than_a_batch_holds(t):
     want = [t(s) for s in sentences]                                         # the default batch holds them all
     assert small(sentences) == want
     assert want == ["".join(reference(t, normalise(s, t.src_vocab))) for s in sentences]
+
+
+def test_hyphenated_number_words_are_written_as_the_corpus_writes_them(t):
+    v = t.src_vocab
+    assert normalise("I bought twenty-two books.", v) == normalise("I bought twenty two books.", v)
+    assert normalise("Ninety-Nine dogs", v) == normalise("ninety nine dogs", v)
+    assert "twenty" in normalise("twenty-two", v) and "twenty-two" not in normalise("twenty-two", v)
+    assert normalise("a well-known dog", v)[1] == "well-known"       # only number words are split

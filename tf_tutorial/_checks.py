@@ -149,6 +149,20 @@ def require_tensors(**tensors) -> None:
                             f"but got {type(t).__name__}")
 
 
+def require_config(config, kind: type) -> None:
+    """检查模型收到的是它的配置类（不是字典之类），否则报 TypeError。
+
+    ``require_config({"d_model": 8}, TransformerConfig)`` raises ``TypeError:
+    config must be a TransformerConfig, but got dict (TransformerConfig(**d)
+    builds one from a dict)``.
+    """
+    if not isinstance(config, kind):
+        hint = (f" ({kind.__name__}(**d) builds one from a dict)"
+                if isinstance(config, dict) else "")
+        raise TypeError(f"config must be a {kind.__name__}, but got "
+                        f"{type(config).__name__}{hint}")
+
+
 def require_ids(tokens, name: str = "tokens", lead: str = "B, L") -> None:
     """检查 ``tokens`` 是一批词元编号：二维的整数张量，形状 (B, L)。
 

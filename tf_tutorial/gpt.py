@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (_is_real, require_counts, require_fits,
-                                 require_flags,
+from tf_tutorial._checks import (_is_real, require_config, require_counts,
+                                 require_fits, require_flags,
                                  require_ids, require_positive, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
@@ -254,6 +254,7 @@ class GPT(nn.Module):
 
     def __init__(self, config: GPTConfig):
         super().__init__()
+        require_config(config, GPTConfig)
         c = self.config = config
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
         position = {"sinusoidal": SinusoidalPositionalEncoding,

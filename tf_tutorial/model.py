@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_dropout, require_fits, require_flags,
-                                 require_ids, require_sizes)
+from tf_tutorial._checks import (require_config, require_dropout,
+                                 require_fits, require_flags, require_ids,
+                                 require_sizes)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -158,6 +159,7 @@ class Transformer(nn.Module):
 
     def __init__(self, config: TransformerConfig):
         super().__init__()
+        require_config(config, TransformerConfig)
         c = self.config = config
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = (self.src_embed if c.share_embeddings

@@ -72,6 +72,8 @@ _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,0
 TITLE_WORDS = {en for en, _ in TITLES}      # Mr, Ms, Dr, Professor: typed "Dr.", the corpus writes "Dr"
 _NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.5, -5
 _NOT = re.compile(r"\b(do|does|did|is|are|was|were)n't\b", re.IGNORECASE)     # doesn't → does not
+_TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
+                         r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
 
 
@@ -105,7 +107,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
     In order: digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
-    "doesn't" becomes "does not" (do, does, did, is, are, was, were);
+    "doesn't" becomes "does not" (do, does, did, is, are, was, were); "twenty-two" becomes
+    "twenty two", as the corpus writes numbers;
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
     the period of a title ("Dr.") is dropped; a run of end marks ("?!", "...") keeps its first;
@@ -127,6 +130,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
                          "only those are known to the model")
     text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
+    text = _TENS_UNITS.sub(r"\1 \2", text)
     words = tokenize_en(_NUMBER.sub(_number_words, text))
     if not words:
         raise ValueError("empty sentence")
@@ -160,9 +164,9 @@ class Corpus:
     and both are drawn from a clause-dense setting of the grammar (more relative clauses and
     coordination than training), which chapter 10 controls for:
     ``longer``: the same depth, but every sentence is longer than any training sentence;
-    ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training limit
-    (``MAX_TRAIN_LEN``; a large training split, such as chapter 10's, reaches that limit, a tiny
-    one may not).
+    ``deeper``: relative clauses nested 3 deep, but lengths (both sides) within the training
+    split's own longest (a large training split, such as chapter 10's, reaches ``MAX_TRAIN_LEN``
+    English tokens; a small one stops short of it, and so does its deeper split).
 
     The two generalisation splits are drawn the first time they are read: a few seconds of
     rejection sampling that a run which only trains (``python -m tf_tutorial.train``) never
@@ -191,10 +195,11 @@ class Corpus:
         """三层嵌套的关系从句，两边的长度都不超过训练集（第一次读取时才生成）。"""
         # nor one of the longer split (drawn first if it is not yet)
         seen = _english(self.test, self.valid, self.train, self.longer)
+        max_en = max(len(en) for en, _ in self.train)   # MAX_TRAIN_LEN, or less in a small split
         max_zh = max(len(zh) for _, zh in self.train)
         return _collect(Grammar(random.Random(self.seed + 2), max_depth=3, rel_p=0.9, deep=True),
                         self.n_deeper,
-                        lambda en, zh, d: d == 3 and len(en) <= MAX_TRAIN_LEN and len(zh) <= max_zh,
+                        lambda en, zh, d: d == 3 and len(en) <= max_en and len(zh) <= max_zh,
                         seen, 400 * self.n_deeper)
 
     SPLITS = ("train", "valid", "test", "longer", "deeper")
@@ -247,6 +252,8 @@ def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
     for name, n in sizes:
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{name} must be a positive integer, but got {n!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):   # None would seed from the clock
+        raise ValueError(f"seed must be an integer, but got {seed!r}")
     seen: set = set()
     need = n_test + n_valid + n_train
     pairs = _collect(Grammar(random.Random(seed), max_depth=2), need,
