@@ -11,7 +11,7 @@ import pytest
 from conftest import ROOT, chapter_cells
 from tf_tutorial.timing.compare import RECURRENCE, SIZES, _recurrence_rows
 
-MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
+MARKERS = {"imports": "from tf_tutorial.book.records import",
            "rows": "# the GPU record's recurrence rows"}
 
 
