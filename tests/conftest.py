@@ -1,3 +1,4 @@
+import json
 import os
 import re
 import shutil
@@ -118,3 +119,29 @@ def chapter_cells(chapter: str, markers: dict[str, str]) -> dict[str, str]:
         assert len(hits) == 1, f"{chapter}: {len(hits)} code cells contain {marker!r}, expected 1"
         found[name] = hits[0]
     return found
+
+
+def chapter_cell_runner(chapter: str, imports: str, cell: str):
+    """A function that runs one code cell of a chapter after its imports cell, with names replaced.
+
+    ``run(**names)`` puts ``names`` (e.g. a record in place of ``load_record``) into the cell's
+    namespace, catches what the cell shows and glues, and returns ``(shown, glued)``: the
+    Markdown texts it displayed and ``{name: value}``. ``imports`` and ``cell`` are markers, as
+    for :func:`chapter_cells`.
+    """
+    cells = chapter_cells(chapter, {"imports": imports, "cell": cell})
+    ns: dict = {}
+    exec(cells["imports"], ns)
+
+    def run(**names):
+        shown, glued = [], {}
+        ns.update(display=lambda md: shown.append(md.data),
+                  glue=lambda name, value: glued.__setitem__(name, value), **names)
+        exec(cells["cell"], ns)
+        return shown, glued
+    return run
+
+
+def committed_record(name: str) -> dict:
+    """A record as committed in ``book/records/`` (tests copy it before changing it)."""
+    return json.loads((ROOT / "book" / "records" / name).read_text(encoding="utf-8"))

@@ -4,32 +4,22 @@ The committed record has no such rows yet (nbval renders that branch); the branc
 record will take runs here, through the chapter's own cell, on a copy with rows added.
 """
 import copy
-import json
 
 import pytest
 
-from conftest import ROOT, chapter_cells
+from conftest import chapter_cell_runner, committed_record
 from tf_tutorial.timing.compare import RECURRENCE, SIZES, _recurrence_rows
-
-MARKERS = {"imports": "from tf_tutorial.book.records import",
-           "rows": "# the GPU record's recurrence rows"}
 
 
 @pytest.fixture(scope="module")
 def render():
-    ns: dict = {}
-    cells = chapter_cells("ch01_rnn", MARKERS)
-    exec(cells["imports"], ns)
-    cell = cells["rows"]
-    committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
+    cell = chapter_cell_runner("ch01_rnn", "from tf_tutorial.book.records import",
+                               "# the GPU record's recurrence rows")
 
     def run(gpu):
-        shown, glued = [], {}
-        ns.update(load_record=lambda name: gpu, display=lambda md: shown.append(md.data),
-                  glue=lambda name, value: glued.__setitem__(name, value))
-        exec(cell, ns)
+        shown, glued = cell(load_record=lambda name: gpu)
         return glued["gpu_rnn"], shown
-    return run, committed
+    return run, committed_record("gpu.json")
 
 
 def test_without_rows_the_sentence_says_the_gpu_has_not_measured_it(render):

@@ -6,33 +6,23 @@ KV-cache sizes it records) are run here on copies of that record with those keys
 the chapter's own cell.
 """
 import copy
-import json
 
 import pytest
 
-from conftest import ROOT, chapter_cells
-
-MARKERS = {"imports": "from tf_tutorial.book.records import load_record",
-           "prose": "# the GPU record in prose"}
+from conftest import chapter_cell_runner, committed_record
 
 
 @pytest.fixture(scope="module")
 def render():
-    ns: dict = {}
-    cells = chapter_cells("ch10_translation", MARKERS)
-    exec(cells["imports"], ns)
-    prose = cells["prose"]
-    committed = json.loads((ROOT / "book" / "records" / "gpu.json").read_text(encoding="utf-8"))
-    calib = json.loads((ROOT / "book" / "records" / "cpu_calibration.json").read_text(encoding="utf-8"))
+    cell = chapter_cell_runner("ch10_translation", "from tf_tutorial.book.records import load_record",
+                               "# the GPU record in prose")
+    committed, calib = committed_record("gpu.json"), committed_record("cpu_calibration.json")
 
     def run(change) -> str:
         gpu = copy.deepcopy(committed)
         gpu["run"]["cudnn_attention"] = False       # measured after the change: no shape analysis
         change(gpu)
-        shown = []
-        ns.update(gpu=gpu, gpu_missing=[], calib=calib,
-                  display=lambda md: shown.append(md.data))
-        exec(prose, ns)
+        shown, _ = cell(gpu=gpu, gpu_missing=[], calib=calib)
         assert len(shown) == 1
         return shown[0]
     return run

@@ -34,11 +34,6 @@ from tf_tutorial.book.source import show
 __version__ = "0.1.0"
 __all__ = ["show", "__version__"]
 
-_SUBMODULES = {"rnn", "embedding", "attention", "multihead", "norm", "residual",
-               "ffn", "encoder", "decoder", "model", "train", "decode",
-               "metrics", "translate", "gpt", "rope", "flash", "interop",
-               "experiments", "corpus", "timing", "book"}
-
 
 def __getattr__(name: str):
     """``import tf_tutorial`` 之后也能写 ``tf_tutorial.attention``：用到时才导入。
@@ -46,6 +41,10 @@ def __getattr__(name: str):
     Submodules load on first use (PEP 562), so ``import tf_tutorial`` stays
     light and ``tf_tutorial.attention.causal_mask`` still works.
     """
-    if name in _SUBMODULES:
-        return importlib.import_module(f"{__name__}.{name}")
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":   # a real module's own import
+                raise
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
