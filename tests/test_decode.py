@@ -42,6 +42,13 @@ def test_beam_of_one_is_greedy(model, src):
     assert torch.equal(beam_search(model, src, beam_size=1, max_len=12), greedy_decode(model, src, max_len=12))
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_an_empty_batch_decodes_to_an_empty_batch(model, src, use_cache):
+    empty = src[:0]                                          # (0, S)
+    assert greedy_decode(model, empty, 5, use_cache=use_cache).shape == (0, 0)
+    assert beam_search(model, empty, 3, 5, use_cache=use_cache).shape == (0, 0)
+
+
 def test_beam_output_is_as_wide_as_its_longest_winner(model, src):
     """The losing beams may run on after the winners end; their columns are not returned. Before,
     a one-token winner came back padded to the longest beam, so beam and greedy differed in width

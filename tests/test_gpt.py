@@ -194,14 +194,23 @@ def test_top_p_keeps_the_smallest_nucleus(top_p, nucleus):
     assert torch.allclose(p, want / want.sum(), atol=1e-6)
 
 
-@pytest.mark.parametrize("top_p, size", [(0.5, 1), (0.75, 2), (0.7500001, 3), (0.875, 3), (0.9, 4)])
+@pytest.mark.parametrize("top_p, size", [(0.5, 1), (0.75, 2), (0.7500001, 2), (0.7501, 3), (0.875, 3), (0.9, 4)])
 def test_top_p_at_exact_boundaries(top_p, size):
-    """Dyadic probabilities, exact in float32: a nucleus that reaches p exactly takes no more tokens."""
+    """Dyadic probabilities, exact in float32: a nucleus that reaches p exactly takes no more tokens
+    (and within a few float32 ulps of p counts as reaching it: 0.7500001 is 0.75 give or take 2 ulps)."""
     probs = torch.tensor([0.0625, 0.5, 0.125, 0.0625, 0.25])
     assert torch.equal(torch.softmax(probs.log(), -1), probs)
     p = sampling_probs(probs.log(), top_p=top_p)
     kept = probs.argsort(descending=True)[:min(size, 3)]      # the two 0.0625 tie: either may be 4th
     assert (p > 0).sum() == size and (p[kept] > 0).all()
+
+
+@pytest.mark.parametrize("vocab, top_p, size, dtype", [(10, 0.6, 6, torch.float32), (10, 0.8, 8, torch.float64),
+                                                      (20, 0.3, 6, torch.float32), (10, 0.65, 7, torch.float32)])
+def test_top_p_counts_a_rounded_sum_as_reaching_p(vocab, top_p, size, dtype):
+    """Uniform logits: six tokens of 0.1 sum to 0.59999996 in float32, which is 0.6 (the nucleus is 6, not 7)."""
+    p = sampling_probs(torch.zeros(1, vocab, dtype=dtype), top_p=top_p)
+    assert (p > 0).sum() == size and p.dtype == dtype
 
 
 def test_top_p_never_samples_outside_the_nucleus():
@@ -801,6 +810,15 @@ def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
         sample(z, temperature=torch.tensor(0.7))
     with pytest.raises(ValueError, match=r"^top_p must be None or in \(0, 1\], but got True$"):
         sample(z, top_p=True)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"top_k": 1}, {"temperature": 0}])
+def test_a_generator_that_is_not_one_is_refused_even_when_nothing_is_drawn(kwargs):
+    m = GPT(GPTConfig(12, d_model=8, n_heads=2, n_layers=1, d_ff=16)).eval()
+    with pytest.raises(TypeError, match=r"^generator must be None or a torch.Generator, but got int$"):
+        generate(m, torch.tensor([3, 4]), 2, generator=5, **kwargs)
+    with pytest.raises(TypeError, match=r"^generator must be None or a torch.Generator, but got int$"):
+        sample(torch.zeros(2, 12), generator=5, **kwargs)
 
 
 def test_generate_refuses_a_bool_eos_id_by_name():

@@ -56,19 +56,46 @@ def test_evaluate_returns_outputs_for_every_sentence():
     assert len(beam["hyps"]) == 10
 
 
-@pytest.mark.parametrize("beam_size", [1, 2])
-def test_a_sentence_is_scored_the_same_alone_or_among_others(beam_size):
-    # an untrained model never says <eos>: each output runs to its limit, its own reference + 10
-    # (once the longest reference of its batch + 10, so a subset's BLEU differed from the whole's)
-    c = make_corpus(n_train=300, n_valid=5, n_test=12, n_longer=1, n_deeper=1, seed=0)
+def untrained(n_test: int, max_len: int):
+    """A tiny corpus and an untrained model on it, which never says <eos>: each output runs to its limit."""
+    c = make_corpus(n_train=300, n_valid=5, n_test=n_test, n_longer=1, n_deeper=1, seed=0)
     torch.manual_seed(0)
     m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
-                                      d_ff=32, dropout=0.0, max_len=80))
+                                      d_ff=32, dropout=0.0, max_len=max_len))
+    return c, m
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_a_sentence_is_scored_the_same_alone_or_among_others(beam_size):
+    # each output runs to its limit, its own reference + 10 (once the longest reference of its
+    # batch + 10, so a subset's BLEU differed from the whole's)
+    c, m = untrained(n_test=12, max_len=80)
     together = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=beam_size)
     alone = [translate_pairs(m, [p], c.src_vocab, c.tgt_vocab, beam_size=beam_size)[0] for p in c.test]
     assert together == alone
     assert [len(h.split()) for h in together] == [len(zh) + 10 for _, zh in c.test]
     assert len({len(zh) for _, zh in c.test}) > 1
+
+
+@pytest.mark.parametrize("beam_size", [1, 2])
+def test_the_reference_limit_can_be_lifted(beam_size):
+    # with slack=None only the model's max_len stops an output
+    c, m = untrained(n_test=4, max_len=60)
+    free = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=beam_size, slack=None)
+    assert [len(h.split()) for h in free] == [59] * 4
+    three = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=beam_size, slack=3)
+    assert [len(h.split()) for h in three] == [len(zh) + 3 for _, zh in c.test]
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ValueError, match=rf"^slack must be None or an integer >= 0, but got {bad!r}$"):
+            translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, slack=bad)
+
+
+def test_the_bleu_signature_names_the_settings_bleu_uses():
+    import sacrebleu
+    from tf_tutorial.metrics import bleu_signature
+    sig = bleu_signature()
+    assert sig.startswith("nrefs:1|case:mixed|eff:no|tok:zh|smooth:exp|version:")
+    assert sig.endswith(sacrebleu.__version__)
 
 
 def test_sentence_bleu_by_hand_equals_sacrebleu():

@@ -87,6 +87,15 @@ def test_norm_preserved_identity_at_zero_and_composition():
     assert (rotate(x, m) - x)[:, 1:].abs().max() > 0.1
 
 
+def test_numpy_positions_are_positions():
+    import numpy as np
+    x = torch.randn(2, 5, 8)
+    assert torch.equal(rotate(x, np.arange(5)), rotate(x, torch.arange(5)))
+    assert torch.equal(rotate(x, np.arange(3, 8, dtype=np.int32)), rotate(x, torch.arange(3, 8)))
+    with pytest.raises(ValueError, match=r"^positions must be integers, but got dtype torch.float64$"):
+        rotate(x, np.arange(5.0))
+
+
 def test_positions_broadcast_over_leading_dimensions():
     torch.manual_seed(3)
     x = torch.randn(B, H, L, DK, dtype=F64)

@@ -269,8 +269,10 @@ def beam_search(model: Transformer, src: torch.Tensor,
                       "length": lengths.view(B, k).tolist(),
                       "score": final.view(B, k).tolist()})
     best = final.view(B, k).argmax(-1) + torch.arange(B, device=dev) * k
-    # as wide as the longest winner (other beams may have run on further)
-    return ys[best, 1:1 + int(lengths[best].max())]
+    # as wide as the longest winner (other beams may have run on further);
+    # an empty batch gives (0, 0), as greedy_decode does
+    width = int(lengths[best].max()) if B else 0
+    return ys[best, 1:1 + width]
 
 
 @torch.no_grad()

@@ -326,7 +326,12 @@ class GPT(nn.Module):
 
 # --- sampling -----------------------------------------------------------------
 
-def _check_sampling(temperature, top_k, top_p, logits=None) -> None:
+def _check_sampling(temperature, top_k, top_p, logits=None,
+                    generator=None) -> None:
+    if generator is not None and not isinstance(generator, torch.Generator):
+        # checked even when no draw is made (greedy), not left to multinomial
+        raise TypeError("generator must be None or a torch.Generator, "
+                        f"but got {type(generator).__name__}")
     if logits is not None:                  # sample, sampling_probs
         require_tensors(logits=logits)
         if logits.dim() == 0 or logits.shape[-1] == 0:
@@ -373,8 +378,10 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
         sorted_p, index = p.sort(dim=-1, descending=True)
         # mass of the more likely tokens
         before = sorted_p.cumsum(-1) - sorted_p
-        # the nucleus already had p without it
-        sorted_p = sorted_p.masked_fill(before >= top_p, 0.0)
+        # the nucleus already had p without it; a few ulps of slack, so that
+        # a sum that should be exactly top_p (0.1 * 6 = 0.6) counts as there
+        slack = 8 * torch.finfo(p.dtype).eps
+        sorted_p = sorted_p.masked_fill(before >= top_p - slack, 0.0)
         p = torch.zeros_like(p).scatter(-1, index, sorted_p)
         p = p / p.sum(-1, keepdim=True)
     return p
@@ -396,7 +403,7 @@ def sample(logits: torch.Tensor, temperature: float = 1.0,
             costs nothing on the normal path; on a GPU the draw fails on
             the device instead.
     """
-    _check_sampling(temperature, top_k, top_p, logits)
+    _check_sampling(temperature, top_k, top_p, logits, generator)
     if top_k == 1 or temperature == 0:  # greedy: the same refusal, no draw
         flat = logits.reshape(-1, logits.shape[-1])
         bad = flat.isnan().any(-1) | (flat == -math.inf).all(-1)
@@ -468,7 +475,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         prompt, one that does not fit in ``max_len`` with the new tokens, or
         ``lengths`` that are not B integers in [1, L].
     """
-    _check_sampling(temperature, top_k, top_p)
+    _check_sampling(temperature, top_k, top_p, generator=generator)
     if eos_id is not None:
         require_token_id(eos_id=eos_id)
     if eos_id is not None and (eos_id == model.config.pad_id or not

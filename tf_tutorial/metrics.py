@@ -64,6 +64,18 @@ def bleu(hyps: list[str], refs: list[str]) -> float:
         [join(h) for h in hyps], [[join(r) for r in refs]], tokenize="zh").score
 
 
+def bleu_signature() -> str:
+    """:func:`bleu` 的 sacrebleu 签名：参考译文数、大小写、切分、平滑和版本。
+
+    sacrebleu's signature of :func:`bleu`'s settings (Post, 2018, asks that it
+    be reported with every score), e.g. ``nrefs:1|case:mixed|eff:no|tok:zh|
+    smooth:exp|version:2.4.3``.
+    """
+    metric = sacrebleu.metrics.BLEU(tokenize="zh")
+    metric.corpus_score(["一"], [["一"]])      # it knows nrefs once it scored
+    return str(metric.get_signature())
+
+
 def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
     """逐步算出一句输出对一句参考译文的 BLEU（按字切分，同 sacrebleu 的 "zh"）。
 
@@ -164,14 +176,20 @@ def phenomena(english: list[str]) -> list[str]:
 
 @torch.no_grad()
 def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
-                    batch_size: int = 200):
+                    batch_size: int = 200, slack: int | None = 10):
     """解码 ``pairs`` 里的每个英文句子，返回以空格连接词元的译文。
 
     Decode every English sentence of ``pairs``; returns the outputs as
     space-joined strings. Each output has at most its reference's length
-    plus 10 tokens (and the model's max_len - 1): a limit of its own, so
-    scoring a sentence alone or among others gives the same output.
+    plus ``slack`` tokens (and the model's max_len - 1): a limit of its own,
+    so scoring a sentence alone or among others gives the same output.
+    ``slack=None``: no limit from the reference, only the model's max_len
+    (chapter 10 checks that the reference's limit changes no score).
     """
+    if slack is not None and (isinstance(slack, bool)
+                              or not isinstance(slack, int) or slack < 0):
+        raise ValueError(f"slack must be None or an integer >= 0, "
+                         f"but got {slack!r}")
     device = next(model.parameters()).device
     encoded = encode_pairs(pairs, src_vocab, tgt_vocab)
     order = sorted(range(len(pairs)),
@@ -180,7 +198,8 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         src = pad([encoded[i][0] for i in idx], src_vocab.pad_id).to(device)
-        limit = [min(len(pairs[i][1]) + 10, model.config.max_len - 1)
+        most = model.config.max_len - 1
+        limit = [most if slack is None else min(len(pairs[i][1]) + slack, most)
                  for i in idx]                      # one per sentence
         if beam_size == 1:
             ids = greedy_decode(model, src, max_len=limit,

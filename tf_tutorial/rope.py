@@ -62,6 +62,8 @@ def _thetas(dim: int, base: float) -> torch.Tensor:
 
 
 def _as_positions(positions) -> torch.Tensor:
+    if type(positions).__module__ == "numpy" and hasattr(positions, "dtype"):
+        positions = torch.as_tensor(positions)   # np.arange(L), checked below
     if isinstance(positions, torch.Tensor):
         if (positions.dtype.is_floating_point or positions.dtype.is_complex
                 or positions.dtype == torch.bool):
