@@ -39,7 +39,7 @@ from pathlib import Path
 import torch
 
 from tf_tutorial.book.records import load_record, save_record
-from tf_tutorial.corpus.data import make_corpus
+from tf_tutorial.corpus.data import CORPUS_VERSION, make_corpus
 from tf_tutorial.gpt import GPT, continuation_vocab, train_continuation
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.timing.clock import machine_label
@@ -117,7 +117,8 @@ def main(argv=None) -> int:
             raise SystemExit(f"book/records/{NAME} is from other settings: run without --runs-only")
         record["encoder_decoder_seeds"] = seed_runs(cfg, corpus, record["steps"]["encoder_decoder"],
                                                     steps)
-        record.update(runs_date=_now(), runs_machine=machine_label(), runs_torch=torch.__version__)
+        record.update(runs_date=_now(), runs_machine=machine_label(), runs_torch=torch.__version__,
+                      corpus_version=CORPUS_VERSION)
         path = save_record(NAME, record)
         print(f"wrote {path}: the seeds' runs, with the timing of {record['date'][:10]}")
         return 0
@@ -140,6 +141,7 @@ def main(argv=None) -> int:
     now = _now()
     record = {"machine": machine_label(), "torch": torch.__version__, "date": now,
               "runs_machine": machine_label(), "runs_torch": torch.__version__, "runs_date": now,
+              "corpus_version": CORPUS_VERSION,
               "method": (f"the decoder-only model and the encoder–decoder each trained for {steps} "
                          f"steps on the same batches, {args.rounds} interleaved rounds, "
                          f"{torch.get_num_threads()} threads, nothing else running; the median "

@@ -21,6 +21,7 @@ import torch
 
 from scripts.calibrate_ch11 import chapter_setup
 from tf_tutorial.book.records import load_record, save_record
+from tf_tutorial.corpus.data import CORPUS_VERSION
 from tf_tutorial.gpt import GPT, evaluate_continuation, train_continuation
 from tf_tutorial.model import count_parameters
 from tf_tutorial.timing.clock import machine_label
@@ -62,7 +63,7 @@ def main(argv=None) -> int:
                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                    "method": (f"chapter 11's decoder-only model and training ({steps} steps, the same batches), "
                               f"one GPTConfig switch changed per variant; greedy decoding"),
-                   "steps": steps})
+                   "steps": steps, "corpus_version": CORPUS_VERSION})
     results = record.setdefault("variants", {})
     for name in args.only or [*VARIANTS, *SEEDS]:
         variant, seed = SEEDS.get(name, (name, cfg.seed))

@@ -46,7 +46,7 @@ import torch
 from tf_tutorial.book.records import record_json
 from tf_tutorial.timing.clock import describe_machine, timed
 from tf_tutorial.timing.compare import compare_decoding, run_all
-from tf_tutorial.corpus.data import make_corpus
+from tf_tutorial.corpus.data import CORPUS_VERSION, make_corpus
 from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
@@ -373,6 +373,7 @@ def main(argv=None) -> dict:
                 "curves": curves(h), "test_during_training": during}
             record["corpus"] = {**corpus.summary(), "src_vocab": len(corpus.src_vocab),
                                 "tgt_vocab": len(corpus.tgt_vocab)}
+            record["corpus_version"] = CORPUS_VERSION
         elif stage == "scores":      # 2. scores and translations of the model just trained
             if "model" not in trained:
                 raise RuntimeError("no model to score: the train stage did not finish")

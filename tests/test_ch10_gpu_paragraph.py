@@ -95,3 +95,17 @@ def test_a_time_budget_that_ends_training_is_not_called_a_cut_schedule(render):
     def all_steps(gpu):
         gpu["run"]["steps"] = gpu["run"]["config"]["steps"]
     assert "没有起作用" not in render(all_steps)
+
+
+def test_a_record_on_an_earlier_corpus_says_so(render):
+    from tf_tutorial.corpus.data import CORPUS_VERSION
+    def older(gpu):
+        gpu["corpus_version"] = CORPUS_VERSION - 1
+    def current(gpu):
+        gpu["corpus_version"] = CORPUS_VERSION
+    text = render(older)
+    assert (f"这份记录训练和评测用的是语料的第 {CORPUS_VERSION - 1} 版，本章用的是第 "
+            f"{CORPUS_VERSION} 版") in text
+    assert "不完全可比" not in render(current)
+    # a record from before versions were written down is version 1
+    assert ("语料的第 1 版" in render(lambda gpu: gpu.pop("corpus_version", None))) == (CORPUS_VERSION > 1)

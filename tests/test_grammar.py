@@ -18,6 +18,11 @@ from tf_tutorial.corpus.grammar import (ADJECTIVES, NOUNS, PLACES, TIMES, TOPICS
     (100000005, "one hundred million five", "一亿零五"),
     (100100000, "one hundred million one hundred thousand", "一亿零一十万"),
     (120000000, "one hundred and twenty million", "一亿二千万"),
+    # a leading 2 reads 两 before 千, 万 and 亿, and 二 elsewhere
+    (2000, "two thousand", "两千"), (20000, "twenty thousand", "两万"),
+    (2500, "two thousand five hundred", "两千五百"), (200, "two hundred", "二百"),
+    (12000, "twelve thousand", "一万二千"), (22, "twenty two", "二十二"),
+    (220000000, "two hundred and twenty million", "两亿二千万"),
 ])
 def test_numbers_are_regrouped_into_wan_and_yi(n, en, zh):
     assert " ".join(number_en(n)) == en
@@ -78,6 +83,93 @@ def test_measure_words_follow_the_noun_and_numbers_regroup():
     check(render_np(noun("car"), "a", adj=find(ADJECTIVES, "red")), "a red car", "一 辆 红色 的 汽车")
     check(render_np(noun("umbrella"), "a"), "an umbrella", "一 把 雨伞")
     check(render_np(noun("dog"), "poss", owner="she"), "her dog", "她 的 狗")
+
+
+def test_words_a_chinese_reader_would_correct():
+    """Slips a native reader found in the generated Chinese (and one in the English)."""
+    honest, old = find(ADJECTIVES, "honest"), find(ADJECTIVES, "old")
+    check(render_np(noun("tailor"), "a", adj=honest), "an honest tailor", "一 个 诚实 的 裁缝")
+    # one shoe is 一 只 鞋; 一 双 鞋 is a pair
+    check(render_np(noun("shoe"), "a"), "a shoe", "一 只 鞋")
+    check(render_np(noun("glove"), "num", n=2), "two gloves", "两 只 手套")
+    # old people and animals are 老, old things 旧
+    check(render_np(noun("farmer"), "this", adj=old), "this old farmer", "这 个 老 农民")
+    check(render_np(noun("dog"), "a", adj=old), "an old dog", "一 只 老 狗")
+    check(render_np(noun("car"), "a", adj=old), "an old car", "一 辆 旧 汽车")
+    short = find(ADJECTIVES, "short")       # a short boy is 矮, a short rope 短
+    check(render_np(noun("boy"), "a", adj=short), "a short boy", "一 个 矮 男孩")
+    check(render_np(noun("rope"), "a", adj=short), "a short rope", "一 根 短 绳子")
+    # 破旧 is shabby, not broken
+    check(render_np(noun("cup"), "a", adj=find(ADJECTIVES, "shabby")), "a shabby cup", "一 个 破旧 的 杯子")
+    assert g.adjective_zh(find(ADJECTIVES, "red"), "P") == ["红色", "的"]
+    # a two-syllable adjective takes 的 before its noun: 年轻 的 医生, 干净 的 碗
+    check(render_np(noun("doctor"), "a", adj=find(ADJECTIVES, "young")), "a young doctor", "一 个 年轻 的 医生")
+    check(render_np(noun("bowl"), "a", adj=find(ADJECTIVES, "clean")), "a clean bowl", "一 个 干净 的 碗")
+    # a lake, a mountain or a forest is not a place bare after 在
+    check(place_phrase(render_np(noun("lake"))), "at the lake", "在 湖 边")
+    check(place_phrase(render_np(noun("island"), adj=find(ADJECTIVES, "small"))), "on the small island", "在 小 岛 上")
+    check(place_phrase(render_np(noun("forest"), "this")), "in this forest", "在 这 片 森林 里")
+    check(place_phrase(render_np(noun("hospital"))), "at the hospital", "在 医院")
+    there = Grammar(random.Random(8))
+    said = {"in": 0, "on": 0}
+    for _ in range(3000):
+        p = there.there_is(0)
+        at = p.en.index("on") if "on" in p.en else p.en.index("in")
+        assert p.zh[p.zh.index("有") - 1] == {"in": "里", "on": "上"}[p.en[at]], " ".join(p.en)
+        assert (p.en[at] == "on") == (p.en[-1] in ("mountain", "island", "beach", "bridge")
+                                      or p.en[-1] in ("mountains", "islands", "beaches", "bridges")), p.en
+        said[p.en[at]] += 1
+    assert min(said.values()) > 20, said          # there is a cat on the island → 岛 上 有 一 只 猫
+
+
+def test_and_between_clauses_is_a_comma():
+    """"A , and B" is 'A ， B' (而且 would say 'what is more'); "A , but B" keeps 但是."""
+    gr, joined = Grammar(random.Random(5)), {"and": 0, "but": 0}
+    for _ in range(20_000):
+        en, zh, _ = gr.sentence()
+        if "而且" in zh:
+            raise AssertionError(" ".join(zh))
+        kind = en[en.index(",") + 1] if "," in en else None
+        if kind in joined:
+            j = zh.index("，")
+            assert (zh[j + 1] == "但是") == (kind == "but"), " ".join(zh)
+            joined[kind] += 1
+    assert min(joined.values()) > 100, joined
+
+
+@pytest.fixture(scope="module")
+def sample():
+    gr = Grammar(random.Random(21))
+    return [gr.sentence() for _ in range(40_000)]
+
+
+def test_colours_are_predicates_with_shi_de(sample):
+    colours = {find(ADJECTIVES, en)[2][0] for en in g.COLOURS}
+    assert colours == {"红色", "蓝色", "绿色", "黄色", "白色", "黑色", "棕色", "灰色", "金色"}
+    said = 0
+    for en, zh, _ in sample:
+        for i, w in enumerate(zh[1:], 1):
+            if w in colours:
+                # 很 红色 is not Chinese: a colour is 红色 的 车 or 车 是 红色 的
+                assert zh[i - 1] not in ("很", "非常", "不"), " ".join(zh)
+                assert zh[i + 1] == "的", " ".join(zh)
+                said += zh[i - 1] == "是"
+        joined = " ".join(en)
+        assert not any(f"very {c}" in joined for c in g.COLOURS), joined
+    assert said > 100       # the sample has colour predicates to check
+
+
+def test_verbs_of_a_moment_take_no_progressive(sample):
+    punctual = {v.zh for v in VERBS if v.punctual}
+    assert punctual == {"看见", "找到", "丢", "收到", "遇见", "抓住", "忘记", "打破"}
+    assert not any(v.stative for v in VERBS if v.punctual)
+    seen = {w: 0 for w in punctual}
+    for en, zh, _ in sample:
+        for i, w in enumerate(zh[:-1]):
+            assert not (w == "正在" and zh[i + 1] in punctual), " ".join(zh)
+            if w in punctual and zh[i + 1] == "了":
+                seen[w] += 1
+    assert all(seen.values()), seen      # but they do take 了
 
 
 def test_aspect_and_negation():

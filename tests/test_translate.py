@@ -26,7 +26,8 @@ PROG = "python -m tf_tutorial.translate"
 def ckpt(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     corpus = make_corpus(n_train=1500, n_valid=50, n_test=20, n_longer=2, n_deeper=2, seed=0)
-    train(dataclasses.replace(CONFIGS["tiny"], steps=20, n_train=1500), out_dir=out, corpus=corpus, progress=False)
+    # 30 steps: with 20, the model of corpus version 2 wrote <eos> first for every candidate below
+    train(dataclasses.replace(CONFIGS["tiny"], steps=30, n_train=1500), out_dir=out, corpus=corpus, progress=False)
     return str(out / "checkpoint.pt")
 
 
@@ -112,7 +113,7 @@ def test_number_out_of_range(t, number):
 
 def test_translation_equals_greedy_on_normalised_ids(t):
     assert t("The dog bites the man.") == "".join(reference(t, DOG))
-    # joining needs an output of two tokens or more: a 20-step model's output length changes
+    # joining needs an output of two tokens or more: a 30-step model's output length changes
     # with any change to training, so take the first of several sentences that has one
     candidates = [DOG, BOOKS, ["the", "man", "bites", "the", "dog", "."], ["the", "dog", "runs", "."],
                   ["i", "love", "china", "."], ["i", "bought", "a", "book", "yesterday", "."]]

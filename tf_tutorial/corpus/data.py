@@ -19,6 +19,15 @@ from tf_tutorial.corpus.grammar import TITLES, Grammar, number_en
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
 MAX_TRAIN_LEN = 40          # English tokens; longer sentences only appear in the "longer" split
+# The grammar's version, written into every record trained on the corpus (a record without it
+# is version 1). Version 2 (2026-12-05) corrected what a Chinese reader would correct: 老, not 旧,
+# for old people and animals (and 矮 for short ones, 短 for short things); 一 只 鞋 (one shoe),
+# not 一 双 (a pair); 是 红色 的, not 很 红色; no 正在 before a verb of a moment (看见, 找到);
+# 两 千, 两 万; "an honest"; "shabby" for 破旧 (it said "broken"); 在 湖 边, 在 岛 上, 在 森林 里
+# (a lake, an island or a forest is no place bare after 在), and "on the island", "in the forest";
+# 年轻 的, 干净 的 (two-syllable adjectives take 的); "A , and B" is "A ， B" (而且 says "what is
+# more"). It draws the same random choices, so only the sentences with those words changed.
+CORPUS_VERSION = 2
 
 
 class Vocab:

@@ -4,10 +4,10 @@ Every sentence is built as a small tree and rendered twice, once in English word
 order and once in Chinese word order. The tree is what makes each English
 sentence have exactly one Chinese translation; the phenomena are the ones a
 translation model needs attention for: time and place phrases move before the
-verb, measure words are chosen by the noun, English number words are regrouped
-into 万 and 亿, relative clauses and "about" phrases move before the noun,
-了 / 没有 / 不 / 会 / 正在 mark aspect and negation,
-因为 … 所以 reorders clauses.
+verb, measure words (and 老 or 旧 for "old") are chosen by the noun, English
+number words are regrouped into 万 and 亿, relative clauses and "about" phrases
+move before the noun, 了 / 没有 / 不 / 会 / 正在 mark aspect and negation,
+是 … 的 frames a colour, 因为 … 所以 reorders clauses.
 """
 from __future__ import annotations
 
@@ -56,7 +56,8 @@ def number_zh(n: int) -> list[str]:
     """1 ≤ n < 10⁹ in Chinese numerals, grouped by 万 and 亿 with the 零 rules.
 
     One token per character: 305000 → 三 十 万 五 千;  1005 → 一 千 零 五;
-    100000005 → 一 亿 零 五;  15 → 十 五.
+    100000005 → 一 亿 零 五;  15 → 十 五;  2500 → 两 千 五 百 (a leading 2
+    reads 两 before 千, 万 and 亿, and 二 elsewhere: 二 百, 一 万 二 千).
     """
     if not 1 <= n < 10**9:
         raise ValueError(f"n must be in [1, 10^9), but got {n}")
@@ -83,8 +84,11 @@ def number_zh(n: int) -> list[str]:
             out.append("零")  # a missing 千 or a whole empty section reads 零
         out += section(value) + ([unit] if unit else [])
         gap = False
-    # 十五, not 一十五, at the front
-    return out[1:] if out[:2] == ["一", "十"] else out
+    if out[:2] == ["一", "十"]:          # 十五, not 一十五, at the front
+        return out[1:]
+    if out[0] == "二" and out[1:2] in (["千"], ["万"], ["亿"]):
+        out[0] = "两"                  # 两千, 两万, 两亿 at the front
+    return out
 
 
 # --- the lexicon, parsed once -------------------------------------------------
@@ -108,6 +112,8 @@ class Verb:
     subjects: str
     objects: str
     stative: bool
+    punctual: bool = False        # 看见, 找到: 了 yes, 正在 no
+
 
     @property
     def third(self) -> str:
@@ -165,13 +171,21 @@ SURNAMES = [tuple(e.split()) for e in _entries(lexicon.SURNAMES)]
 TITLES = [tuple(e.split()) for e in _entries(lexicon.TITLES)]
 TOPICS = [(en.split(), zh.split()) for en, zh in
           (e.split("|") for e in _entries(lexicon.TOPICS, ";"))]
-VERBS = [Verb(*e.split()[:5], stative=e.endswith(" s"))
+VERBS = [Verb(*e.split()[:5], stative="s" in e.split()[5:],
+              punctual="a" in e.split()[5:])
          for e in _entries(lexicon.VERBS)]
 INTRANSITIVE = [Verb(*e.split(), objects="", stative=False)
                 for e in _entries(lexicon.INTRANSITIVE)]
-ADJECTIVES = [(en, None if comp == "-" else comp, [zh] if bare else [zh, "的"])
-              for en, comp, zh, *bare in
+ADJECTIVES = [(en, None if comp == "-" else comp,
+               [zh] if "b" in flags else [zh, "的"])
+              for en, comp, zh, *flags in
               (e.split() for e in _entries(lexicon.ADJECTIVES))]
+COLOURS = {e.split()[0] for e in _entries(lexicon.ADJECTIVES)
+           if e.split()[3:] == ["c"]}
+ANIMATE_ADJECTIVES = dict(e.split() for e in
+                          _entries(lexicon.ANIMATE_ADJECTIVES))
+PLACE_WORDS = {en: (prep, zh) for en, prep, zh in
+               (e.split() for e in _entries(lexicon.PLACE_WORDS))}
 TIMES = [(en.split(), zh.split(), tenses) for en, zh, tenses in
          (e.split("|") for e in _entries(lexicon.TIMES, ";"))]
 PRONOUNS = {  # subject, object, possessive, Chinese, third person singular
@@ -237,9 +251,22 @@ class Phrase:
 
 
 def _article(word: str) -> str:
-    vowel = word[0] in "aeio" or (word[0] == "u"
-                                  and not word.startswith(("us", "uni")))
+    vowel = (word[0] in "aeio"
+             or (word[0] == "u" and not word.startswith(("us", "uni")))
+             or word.startswith(("honest", "hour", "honour", "heir")))
     return "an" if vowel else "a"
+
+
+def adjective_zh(adj, cls: str) -> list[str]:
+    """形容词在 ``cls`` 类名词前的中文：old 修饰人和动物是“老”，修饰东西是“旧”（short 是“矮”和“短”）。
+
+    The Chinese of lexicon entry ``adj`` before a noun of class ``cls``
+    (with 的 where the adjective needs it).
+    """
+    en, _, zh = adj
+    if cls in ("P", "A") and en in ANIMATE_ADJECTIVES:
+        return [ANIMATE_ADJECTIVES[en]] + zh[1:]
+    return list(zh)
 
 
 # --- rendering: a choice of words → English and Chinese, no randomness --------
@@ -274,7 +301,7 @@ def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None,
     en_head = (([adj[0]] if adj else [])
                + [noun.en_plural if plural else noun.en])
     zh_head = ((["关于"] + topic[1] + ["的"] if topic else [])
-               + (adj[2] if adj else []) + list(noun.zh))
+               + (adjective_zh(adj, noun.cls) if adj else []) + list(noun.zh))
     if det == "num":
         en_det, zh_det = (number_en(n),
                           (["两"] if n == 2 else number_zh(n)) + [noun.measure])
@@ -337,9 +364,13 @@ def pronoun(key: str, role: str = "subj") -> Phrase:
 
 
 def place_phrase(where: Phrase) -> Phrase:
-    """at the library → 在 图书馆;  in Beijing → 在 北京."""
-    return Phrase(["in" if where.cls == "C" else "at"] + where.en,
-                  ["在"] + where.zh)
+    """at the library → 在 图书馆;  in Beijing → 在 北京;  at the lake →
+    在 湖 边, on the island → 在 岛 上 (``lexicon.PLACE_WORDS``)."""
+    prep, after = ("in", []) if where.cls == "C" else ("at", [])
+    if where.noun is not None and where.noun.en in PLACE_WORDS:
+        prep, zh = PLACE_WORDS[where.noun.en]
+        after = [zh]
+    return Phrase([prep] + where.en, ["在"] + where.zh + after)
 
 
 def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase,
@@ -529,6 +560,10 @@ class Grammar:
         subj = self.subject(verb.subjects, depth)
         obj = self.argument(verb.objects, "obj", depth)
         time, place = self.adjuncts(tense, True, subj.cls)
+        if verb.punctual and tense == "progressive":
+            # 正在 看见 is not Chinese. Decided after the draws (a progressive
+            # clause draws no time or place), so no other sentence changes.
+            tense = "present"
         return render_clause(subj, verb, obj, tense, neg, time, place)
 
     def intransitive(self, depth: int) -> Phrase:
@@ -567,14 +602,16 @@ class Grammar:
     def describe(self, depth: int) -> Phrase:
         """X is (very / not) ADJ → X 很 / 非常 / 不 ADJ.
 
-        X is ADJer than Y → X 比 Y ADJ.
+        X is ADJer than Y → X 比 Y ADJ.  A colour takes 是 … 的 and no
+        degree: X is (not) red → X (不) 是 红色 的.
         """
         rng = self.rng
         cls = rng.choice("PATRVB")
         subj = (self.noun_phrase(cls, depth)
                 if cls != "P" or rng.random() < 0.6 else self.name())
         be = ["are"] if subj.plural else ["is"]
-        en_adj, comp, zh_adj = rng.choice(ADJECTIVES)
+        adj = rng.choice(ADJECTIVES)
+        en_adj, comp, zh_adj = adj[0], adj[1], adjective_zh(adj, cls)
         if comp and rng.random() < 0.5:
             other = (self.noun_phrase(cls, 0, rel=False) if cls != "P"
                      else self.name())
@@ -583,18 +620,26 @@ class Grammar:
                           depth=subj.depth)
         adv_en, adv_zh = rng.choice([([], "很"), (["very"], "非常"),
                                      (["not"], "不")])
+        if en_adj in COLOURS:      # drawn like the others, so no other
+            neg = adv_en == ["not"]  # sentence changes
+            return Phrase(subj.en + be + adv_en[:neg] + [en_adj],
+                          subj.zh + ["不"] * neg + ["是"] + zh_adj,
+                          depth=subj.depth)
         return Phrase(subj.en + be + adv_en + [en_adj],
                       subj.zh + [adv_zh] + zh_adj[:1], depth=subj.depth)
 
     def there_is(self, depth: int) -> Phrase:
-        """there are N X in the B → B 里 有 N 量词 X."""
+        """there are N X in the B → B 里 有 N 量词 X;  on the island → 岛 上
+        (the places that ``lexicon.PLACE_WORDS`` puts "on")."""
         where = self.noun_phrase("B", 0, rel=False,
                                  dets=("the", "this", "poss"))
         thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False,
                                  dets=("a", "num"))
         be = "are" if thing.plural else "is"
-        return Phrase(["there", be] + thing.en + ["in"] + where.en,
-                      where.zh + ["里", "有"] + thing.zh)
+        on = PLACE_WORDS.get(where.noun.en, ("in",))[0] == "on"
+        return Phrase(["there", be] + thing.en + ["on" if on else "in"]
+                      + where.en, where.zh + ["上" if on else "里", "有"]
+                      + thing.zh)
 
     def want(self, depth: int) -> Phrase:
         """S wants to V O → S 想 V O."""
@@ -686,8 +731,10 @@ class Grammar:
                 en, zh = (a.en + ["because"] + b.en,
                           ["因为"] + b.zh + ["，", "所以"] + a.zh)
             else:
+                # "and" between two unrelated clauses is a comma in
+                # Chinese (而且 would say "what is more")
                 en = a.en + [",", kind] + b.en
-                zh = a.zh + ["，", "但是" if kind == "but" else "而且"] + b.zh
+                zh = a.zh + ["，"] + ["但是"] * (kind == "but") + b.zh
             p, end = Phrase(en, zh, depth=max(a.depth, b.depth)), (".", "。")
         else:
             p, end = self.clause(depth), (".", "。")

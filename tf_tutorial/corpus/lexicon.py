@@ -1,13 +1,15 @@
-"""第 10 章：玩具翻译任务的词典（英文词 → 中文词，一词一义）。
+"""第 10 章：玩具翻译任务的词典（英文词 → 中文词，一词一义；old、short 按名词选词）。
 
 Each entry gives one English word (or fixed phrase) and the one Chinese word it translates to,
-so that every sentence the grammar in ``data.py`` builds has exactly one translation.
+so that every sentence the grammar in ``grammar.py`` builds has exactly one translation. The one
+exception, ``ANIMATE_ADJECTIVES``, is still one translation: the noun decides it.
 
 Noun lines:  ``english[/plural] 中文 量词 class``; classes: P person, A animal, R something to
 read, F food, D drink, V vehicle one drives (开), W vehicle one rides (骑), T thing, B building
 or place (在 …), C city or country.
-Verb lines:  ``base past 中文 subjects objects [s]``; ``s`` marks a stative verb (爱, 喜欢),
-which takes no 了 and no progressive.
+Verb lines:  ``base past 中文 subjects objects [s|a]``; ``s`` marks a stative verb (爱, 喜欢),
+which takes no 了 and no progressive; ``a`` marks a verb of a moment (看见, 找到: the act is over
+as it happens), which takes 了 but no progressive (正在 看见 is not Chinese).
 """
 from __future__ import annotations
 
@@ -50,8 +52,8 @@ pen 钢笔 支 T|pencil 铅笔 支 T|brush/brushes 刷子 把 T|chair 椅子 把
 key 钥匙 把 T|spoon 勺子 把 T|table 桌子 张 T|bed 床 张 T|photo 照片 张 T|ticket 票 张 T
 picture 图画 幅 T|painting 油画 幅 T|computer 电脑 台 T|television 电视 台 T|camera 相机 台 T|printer 打印机 台 T
 phone 手机 部 T|movie 电影 部 T|song 歌 首 T|shirt 衬衫 件 T|coat 外套 件 T|sweater 毛衣 件 T
-dress/dresses 裙子 条 T|skirt 短裙 条 T|scarf/scarves 围巾 条 T|tie 领带 条 T|shoe 鞋 双 T
-sock 袜子 双 T|glove 手套 双 T|hat 帽子 顶 T|watch/watches 手表 块 T|box/boxes 盒子 个 T
+dress/dresses 裙子 条 T|skirt 短裙 条 T|scarf/scarves 围巾 条 T|tie 领带 条 T|shoe 鞋 只 T
+sock 袜子 只 T|glove 手套 只 T|hat 帽子 顶 T|watch/watches 手表 块 T|box/boxes 盒子 个 T
 bag 包 个 T|cup 杯子 个 T|bowl 碗 个 T|plate 盘子 个 T|bottle 瓶子 个 T|basket 篮子 个 T
 ball 球 个 T|toy 玩具 个 T|doll 娃娃 个 T|kite 风筝 只 T|guitar 吉他 把 T|violin 小提琴 把 T
 piano 钢琴 架 T|drum 鼓 面 T|clock 钟 座 T|lamp 台灯 盏 T|mirror 镜子 面 T|flag 旗子 面 T
@@ -85,7 +87,7 @@ hammer 锤子 把 T|blade 刀片 片 T|ladder 梯子 架 T|shovel 铁锹 把 T|b
 pot 锅 口 T|kettle 水壶 个 T|teapot 茶壶 个 T|jar 罐子 个 T|tent 帐篷 顶 T|sail 帆 面 T
 telescope 望远镜 台 T|microscope 显微镜 台 T|radio 收音机 台 T|fridge 冰箱 台 T|oven 烤箱 台 T|heater 暖气片 片 T
 tablet 平板电脑 台 T|keyboard 键盘 个 T|screen 屏幕 块 T|battery/batteries 电池 节 T|bulb 灯泡 个 T|cable 电缆 根 T
-jacket 夹克 件 T|uniform 制服 件 T|vest 背心 件 T|belt 皮带 条 T|boot 靴子 双 T|slipper 拖鞋 双 T
+jacket 夹克 件 T|uniform 制服 件 T|vest 背心 件 T|belt 皮带 条 T|boot 靴子 只 T|slipper 拖鞋 只 T
 earring 耳环 只 T|bracelet 手镯 只 T|crown 王冠 顶 T|helmet 头盔 顶 T|mask 面具 个 T|medal 奖牌 枚 T
 trophy/trophies 奖杯 座 T|statue 雕像 座 T|fountain 喷泉 座 T|carpet 地毯 块 T|curtain 窗帘 幅 T|cushion 靠垫 个 T
 sculpture 雕塑 件 T|floor_lamp 落地灯 盏 T|puzzle 拼图 幅 T|chessboard 棋盘 张 T|balloon 气球 个 T|lantern 灯笼 盏 T
@@ -154,19 +156,19 @@ wild birds|野生 鸟类;tropical fish|热带 鱼类;old trains|老式 火车;Af
 
 VERBS = """
 read read 读 P R|write wrote 写 P R|buy bought 买 P RFDVWT|borrow borrowed 借 P RVWT
-sell sold 卖 P RFDVWTA|lose lost 丢 P RVWT|find found 找到 PA RVWTFA|see saw 看见 PA PARVWTBFD
+sell sold 卖 P RFDVWTA|lose lost 丢 P RVWT a|find found 找到 PA RVWTFA a|see saw 看见 PA PARVWTBFD a
 eat ate 吃 PA F|drink drank 喝 PA D|drive drove 开 P V|ride rode 骑 P W
 bite bit 咬 A PA|chase chased 追 PA PAW|like liked 喜欢 PA PARVWTFDC s|love loved 爱 P PAC s
 hate hated 讨厌 PA PARFDT s|need needed 需要 P RVWTFD s|want wanted 想要 P RVWTFDA s|know knew 认识 P P s
 visit visited 参观 P BC|clean cleaned 打扫 P B|wash washed 洗 P VWT|repair repaired 修理 P VWT
-cook cooked 做 P F|help helped 帮助 PA P|meet met 遇见 PA PA|teach taught 教 P P
-feed fed 喂 P A|catch caught 抓住 PA A|carry carried 搬 PA T|open opened 打开 P RT
-send sent 寄 P RT|receive received 收到 P RT|order ordered 点 P FD|prepare prepared 准备 P FD
-forget forgot 忘记 P RT|remember remembered 记得 P PRT s|choose chose 选择 P RVWTFD|steal stole 偷 P RVWTF
+cook cooked 做 P F|help helped 帮助 PA P|meet met 遇见 PA PA a|teach taught 教 P P
+feed fed 喂 P A|catch caught 抓住 PA A a|carry carried 搬 PA T|open opened 打开 P RT
+send sent 寄 P RT|receive received 收到 P RT a|order ordered 点 P FD|prepare prepared 准备 P FD
+forget forgot 忘记 P RT a|remember remembered 记得 P PRT s|choose chose 选择 P RVWTFD|steal stole 偷 P RVWTF
 draw drew 画 P PAVWTB|photograph photographed 拍摄 P PAVWTB|follow followed 跟踪 PA PA|watch watched 观看 P A
 call called 叫 P PA|miss missed 想念 P PAC s|own owned 拥有 P RVWTAB s|protect protected 保护 PA PA
 paint painted 粉刷 P BT|hide hid 藏 PA RVWTF|throw threw 扔 PA T
-bring brought 带来 PA RFDTA|keep kept 保留 P RVWTA|break broke 打破 PA T|build built 建造 P B
+bring brought 带来 PA RFDTA|keep kept 保留 P RVWTA|break broke 打破 PA T a|build built 建造 P B
 design designed 设计 P BTVW|admire admired 欣赏 P PABT s|describe described 描述 P PABTC
 introduce introduced 介绍 P PRC|rescue rescued 救 PA PA|wake woke 叫醒 PA PA|fix fixed 修 P T
 pack packed 打包 P T|deliver delivered 递送 P RFDT|collect collected 收集 P RT|measure measured 测量 P T
@@ -179,18 +181,31 @@ study studied 学习 P|run ran 跑步 PA|cry cried 哭 P|rest rested 休息 PA|w
 play played 玩 PA|shout shouted 大喊 P|laugh laughed 笑 P
 """
 
-# Adjectives: english comparative 中文 [b]; b = a bare adjective (大 狗), otherwise 中文 的 (红色 的 车).
+# Adjectives: english comparative 中文 [b|c]; b = a bare adjective (大 狗), otherwise 中文 的 (红色 的 车);
+# c = a colour: as a predicate it reads 是 红色 的 (车 是 红色 的), never 很 红色.
 ADJECTIVES = """
-big bigger 大 b|small smaller 小 b|old older 旧 b|new newer 新 b|young younger 年轻 b|tall taller 高 b
-short shorter 矮 b|fast faster 快 b|slow slower 慢 b|heavy heavier 重 b|light lighter 轻 b
-cheap cheaper 便宜 b|long longer 长 b|clean cleaner 干净 b|strong stronger 强壮 b|happy happier 快乐 b
-red - 红色|blue - 蓝色|green - 绿色|yellow - 黄色|white - 白色|black - 黑色|brown - 棕色|grey - 灰色
+big bigger 大 b|small smaller 小 b|old older 旧 b|new newer 新 b|young younger 年轻|tall taller 高 b
+short shorter 短 b|fast faster 快 b|slow slower 慢 b|heavy heavier 重 b|light lighter 轻 b
+cheap cheaper 便宜|long longer 长 b|clean cleaner 干净|strong stronger 强壮|happy happier 快乐
+red - 红色 c|blue - 蓝色 c|green - 绿色 c|yellow - 黄色 c|white - 白色 c|black - 黑色 c|brown - 棕色 c|grey - 灰色 c
 beautiful - 漂亮|interesting - 有趣|famous - 著名|expensive - 昂贵|strange - 奇怪|lovely - 可爱
-dirty - 肮脏|broken - 破旧|useful - 有用|boring - 无聊|quiet - 安静|friendly - 友好|clever - 聪明
+dirty - 肮脏|shabby - 破旧|useful - 有用|boring - 无聊|quiet - 安静|friendly - 友好|clever - 聪明
 soft - 柔软|hard - 坚硬|dark - 黑暗|bright - 明亮|warm - 温暖|cold - 寒冷|wet - 潮湿
 dry - 干燥|simple - 简单|difficult - 困难|dangerous - 危险|safe - 安全|healthy - 健康|rich - 富有|poor - 贫穷
-wise - 睿智|brave - 勇敢|shy - 害羞|proud - 骄傲|polite - 礼貌|honest - 诚实|noisy - 吵闹|golden - 金色
+wise - 睿智|brave - 勇敢|shy - 害羞|proud - 骄傲|polite - 礼貌|honest - 诚实|noisy - 吵闹|golden - 金色 c
 lazy - 懒惰|angry - 生气|hungry - 饥饿|sleepy - 困倦|busy - 忙碌|rare - 稀有|modern - 现代化
+"""
+
+# Adjectives whose Chinese depends on the noun: for a person or an animal (class P or A) the
+# word here (老 国王, 矮 男孩), for anything else the lexicon's own (旧 汽车, 短 绳子).
+ANIMATE_ADJECTIVES = "old 老|short 矮"
+
+# Places that Chinese does not name bare after 在: English preposition and the Chinese word that
+# follows the noun (at the lake → 在 湖 边, on the island → 在 岛 上, in the forest → 在 森林 里).
+# Every other place is "at" (a city "in") and takes nothing after it: at the library → 在 图书馆.
+PLACE_WORDS = """
+lake at 边|forest in 里|desert in 里|valley in 里|cave in 里|mountain on 上|island on 上
+beach on 上|bridge on 上|square in 上
 """
 
 # Time phrases, with the tenses they go with: p past, n present (habit), f future.
