@@ -290,6 +290,11 @@ def start_record(merge: Path | None, dry_run: bool, machine: dict, precision: st
         raise SystemExit(f"--merge {merge}: it was measured on {record['machine']['name']!r}"
                          f"{' (dry run)' if record.get('dry_run') else ''}, this run is on {machine['name']!r}"
                          f"{' (dry run)' if dry_run else ''}; a record holds one machine")
+    version = record.get("corpus_version", 1)      # a record from before versions were named: 1
+    if "corpus" in record and version != CORPUS_VERSION:
+        raise SystemExit(f"--merge {merge}: its model was trained on corpus version {version}, and this "
+                         f"code generates version {CORPUS_VERSION}; a record holds one corpus: run "
+                         "every stage afresh, without --merge")
     return record
 
 

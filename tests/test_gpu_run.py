@@ -131,6 +131,24 @@ def test_a_merge_keeps_one_machine(tmp_path):
         main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(tmp_path / "missing.json")])
 
 
+def test_a_merge_keeps_one_corpus(dry_run, tmp_path):
+    from scripts.gpu_run import main
+    from tf_tutorial.corpus.data import CORPUS_VERSION
+    _, out = dry_run
+    record = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
+    assert record["corpus_version"] == CORPUS_VERSION
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({**record, "corpus_version": CORPUS_VERSION - 1}))
+    with pytest.raises(SystemExit, match=f"trained on corpus version {CORPUS_VERSION - 1}, and this code "
+                                         f"generates version {CORPUS_VERSION}"):
+        main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(older)])
+    unnamed = tmp_path / "unnamed.json"            # taken before the version was written: version 1
+    unnamed.write_text(json.dumps({k: v for k, v in record.items() if k != "corpus_version"}))
+    if CORPUS_VERSION > 1:
+        with pytest.raises(SystemExit, match="trained on corpus version 1,"):
+            main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(unnamed)])
+
+
 def test_load_record(dry_run, tmp_path):
     _, out = dry_run
     assert load_record("gpu.json", tmp_path) is None                      # not taken yet
