@@ -110,16 +110,20 @@ def test_words_a_chinese_reader_would_correct():
     check(place_phrase(render_np(noun("island"), adj=find(ADJECTIVES, "small"))), "on the small island", "在 小 岛 上")
     check(place_phrase(render_np(noun("forest"), "this")), "in this forest", "在 这 片 森林 里")
     check(place_phrase(render_np(noun("hospital"))), "at the hospital", "在 医院")
-    there = Grammar(random.Random(8))
-    said = {"in": 0, "on": 0}
+
+
+def test_there_is_puts_the_place_word_of_the_noun():
+    """there is a cat in the park → 公园 里 有; on the island → 岛 上 有 (lexicon.PLACE_WORDS)."""
+    on = {w for n in NOUNS if g.PLACE_WORDS.get(n.en, ("in",))[0] == "on" for w in (n.en, n.en_plural)}
+    assert {"island", "mountains"} <= on and "park" not in on
+    there, said = Grammar(random.Random(8)), {"in": 0, "on": 0}
     for _ in range(3000):
         p = there.there_is(0)
-        at = p.en.index("on") if "on" in p.en else p.en.index("in")
-        assert p.zh[p.zh.index("有") - 1] == {"in": "里", "on": "上"}[p.en[at]], " ".join(p.en)
-        assert (p.en[at] == "on") == (p.en[-1] in ("mountain", "island", "beach", "bridge")
-                                      or p.en[-1] in ("mountains", "islands", "beaches", "bridges")), p.en
-        said[p.en[at]] += 1
-    assert min(said.values()) > 20, said          # there is a cat on the island → 岛 上 有 一 只 猫
+        prep = "on" if "on" in p.en else "in"
+        assert p.zh[p.zh.index("有") - 1] == {"in": "里", "on": "上"}[prep], " ".join(p.en)
+        assert (prep == "on") == (p.en[-1] in on), " ".join(p.en)
+        said[prep] += 1
+    assert min(said.values()) > 20, said
 
 
 def test_and_between_clauses_is_a_comma():
