@@ -43,7 +43,7 @@ from pathlib import Path
 
 import torch
 
-from tf_tutorial.book.records import record_json
+from tf_tutorial.book.records import corpus_version, record_json
 from tf_tutorial.timing.clock import describe_machine, timed
 from tf_tutorial.timing.compare import compare_decoding, run_all
 from tf_tutorial.corpus.data import CORPUS_VERSION, make_corpus
@@ -290,7 +290,7 @@ def start_record(merge: Path | None, dry_run: bool, machine: dict, precision: st
         raise SystemExit(f"--merge {merge}: it was measured on {record['machine']['name']!r}"
                          f"{' (dry run)' if record.get('dry_run') else ''}, this run is on {machine['name']!r}"
                          f"{' (dry run)' if dry_run else ''}; a record holds one machine")
-    version = record.get("corpus_version", 1)      # a record from before versions were named: 1
+    version = corpus_version(record)
     if "corpus" in record and version != CORPUS_VERSION:
         raise SystemExit(f"--merge {merge}: its model was trained on corpus version {version}, and this "
                          f"code generates version {CORPUS_VERSION}; a record holds one corpus: run "

@@ -3,7 +3,9 @@
 The MyST Markdown chapter (``book/*.md``) is the source of truth. This script
   1. writes the repository URL from ``_config.yml`` into every chapter's install cell,
   2. regenerates the paired ``.ipynb`` (for Colab and nbval) from the ``.md``,
-  3. executes it, so the committed notebook carries outputs that nbval can compare.
+  3. executes it, so the committed notebook carries outputs that nbval can compare;
+     with ``TF_TUTORIAL_STRICT=1``, so that every claim about the page's own training run
+     (``check_run``) must hold in the run that is committed.
 
 Usage (from the repository root):
     python -m scripts.sync_book            # all chapters listed in _toc.yml
@@ -12,6 +14,7 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from pathlib import Path
@@ -19,6 +22,8 @@ from pathlib import Path
 import jupytext
 import nbformat
 import yaml
+
+from tf_tutorial.book.notebook import STRICT
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_MARKER = "TF_TUTORIAL_SOURCE"
@@ -87,8 +92,18 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
     if execute:
         from nbclient import NotebookClient
 
-        NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
-                       resources={"metadata": {"path": str(md.parent)}}).execute()
+        # the committed page's own run must bear out every claim about it
+        # (tf_tutorial.book.notebook.check_run): strict here, lenient for readers
+        previous = os.environ.get(STRICT)
+        os.environ[STRICT] = "1"          # the kernel inherits it
+        try:
+            NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
+                           resources={"metadata": {"path": str(md.parent)}}).execute()
+        finally:
+            if previous is None:
+                del os.environ[STRICT]
+            else:
+                os.environ[STRICT] = previous
     elif ipynb.exists():
         old = nbformat.read(ipynb, as_version=4)
         by_source = {c.source: c for c in old.cells if c.cell_type == "code"}

@@ -14,15 +14,17 @@ from conftest import chapter_cell_runner, committed_record
 
 @pytest.fixture(scope="module")
 def render():
-    cell = chapter_cell_runner("ch10_translation", "from tf_tutorial.book.records import load_record",
+    cell = chapter_cell_runner("ch10_translation", "from tf_tutorial.book.records import (corpus_version,",
                                "# the GPU record in prose")
     committed, calib = committed_record("gpu.json"), committed_record("cpu_calibration.json")
 
-    def run(change) -> str:
+    def run(change, page_em=0.901) -> str:
         gpu = copy.deepcopy(committed)
         gpu["run"]["cudnn_attention"] = False       # measured after the change: no shape analysis
         change(gpu)
-        shown, _ = cell(gpu=gpu, gpu_missing=[], calib=calib)
+        # ev_greedy: this page's own run, scored on the test split (section 10.4)
+        shown, _ = cell(gpu=gpu, gpu_missing=[], calib=calib,
+                        ev_greedy={"exact_match": page_em})
         assert len(shown) == 1
         return shown[0]
     return run
@@ -109,3 +111,11 @@ def test_a_record_on_an_earlier_corpus_says_so(render):
     assert "不完全可比" not in render(current)
     # a record from before versions were written down is version 1
     assert ("语料的第 1 版" in render(lambda gpu: gpu.pop("corpus_version", None))) == (CORPUS_VERSION > 1)
+
+
+def test_the_calibrations_1700_steps_are_set_beside_this_pages_run(render):
+    # the calibration record and this page may come from two CPUs (chapter 10.3)
+    calib = committed_record("cpu_calibration.json")["runs"]["final"]["test_exact_match"]
+    text = render(lambda gpu: None, page_em=0.901)
+    assert f"走 1700 步是 {calib:.1%}（本页这次运行是 90.1%）" in text
+    assert "本页这次运行" not in render(lambda gpu: None, page_em=calib)

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from conftest import committed_record
+from tf_tutorial.book.records import corpus_version
 from tf_tutorial.corpus.data import (CORPUS_VERSION, MAX_TRAIN_LEN, Vocab, batch_indices, batches, encode_pairs,
                                      make_corpus, pad, tokenize_en)
 from tf_tutorial.corpus.grammar import Grammar
@@ -69,7 +70,7 @@ def test_the_records_name_the_corpus_they_were_trained_on():
     # a change of the grammar bumps CORPUS_VERSION and takes these records again; the GPU record
     # waits for a GPU, and chapters 10 and 11 say which version it used (test_ch10_gpu_paragraph)
     for name in ("cpu_calibration.json", "ch11_budget.json", "ch12_variants.json"):
-        assert committed_record(name).get("corpus_version", 1) == CORPUS_VERSION, name
+        assert corpus_version(committed_record(name)) == CORPUS_VERSION, name
 
 
 def test_the_generalisation_splits_are_drawn_when_first_read():
@@ -161,3 +162,11 @@ def test_token_batches_hold_about_max_tokens_and_cover_everything(corpus):
 def test_grammar_depth_matches_generator_flag():
     gr = Grammar(max_depth=0)
     assert all(gr.sentence()[2] == 0 for _ in range(300))
+
+
+def test_corpus_version_reads_a_records_grammar_version():
+    assert corpus_version({"corpus_version": 3}) == 3
+    assert corpus_version({}) == 1          # a record from before versions were named
+    for bad in (0, "2", 2.0, None, True):
+        with pytest.raises(ValueError, match=f"corpus_version: .* {re.escape(repr(bad))}"):
+            corpus_version({"corpus_version": bad})

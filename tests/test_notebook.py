@@ -84,3 +84,48 @@ def test_sci_refuses_what_it_cannot_write():
     for bad in (float("nan"), float("inf")):
         with pytest.raises(ValueError, match=f"^sci\\(\\) expected a finite number, but got {bad!r}$"):
             sci(bad)
+
+
+def test_check_run_is_strict_for_the_committed_page_and_a_note_for_readers(monkeypatch, capsys):
+    from tf_tutorial.book.notebook import STRICT, check_run
+
+    monkeypatch.delenv(STRICT, raising=False)
+    assert check_run(True, "held") is True
+    assert capsys.readouterr().out == ""
+    # a reader's machine trains another model: the chapter says so and goes on
+    assert check_run(False, "accuracy still rising", note="验证集还在上升") is False
+    out = capsys.readouterr().out
+    assert "验证集还在上升" in out and "不符" in out
+    assert max(len(line) for line in out.splitlines()) <= 80
+    with pytest.raises(TypeError):          # not a claim at all: an error anywhere
+        check_run("yes", "a string is not a claim")
+    # scripts.sync_book executes the committed page with STRICT set
+    monkeypatch.setenv(STRICT, "1")
+    with pytest.raises(AssertionError, match="accuracy still rising"):
+        check_run(False, "accuracy still rising")
+
+
+def test_sync_book_executes_the_page_strictly(monkeypatch, tmp_path):
+    import os
+
+    import nbclient
+    from scripts import sync_book
+    from tf_tutorial.book.notebook import STRICT
+
+    seen = {}
+
+    class Client:
+        def __init__(self, nb, **kw):
+            pass
+
+        def execute(self):
+            seen["strict"] = os.environ.get(STRICT)
+
+    monkeypatch.setattr(nbclient, "NotebookClient", Client)
+    monkeypatch.delenv(STRICT, raising=False)
+    md = tmp_path / "page.md"
+    md.write_text("---\njupytext:\n  text_representation:\n    extension: .md\n"
+                  "    format_name: myst\nkernelspec:\n  name: python3\n"
+                  "  display_name: Python 3\n---\n\n# t\n\n```{code-cell} ipython3\n1\n```\n")
+    sync_book.build_notebook(md)
+    assert seen["strict"] == "1" and STRICT not in os.environ

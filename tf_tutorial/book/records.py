@@ -50,6 +50,22 @@ def load_record(name: str, folder=None) -> dict | None:
     return record
 
 
+def corpus_version(record: dict) -> int:
+    """记录里的模型训练在语料的第几版上（``tf_tutorial.corpus.data.CORPUS_VERSION``）。
+
+    Records trained on the toy corpus name the grammar's version; one from before versions were
+    named is from version 1.
+
+    Raises:
+        ValueError: the record names something other than a whole number ≥ 1.
+    """
+    version = record.get("corpus_version", 1)
+    if type(version) is not int or version < 1:
+        raise ValueError("corpus_version: expected a whole number >= 1, "
+                         f"but the record holds {version!r}")
+    return version
+
+
 def _finite(value):
     """``value`` with every NaN or infinity as None: strict JSON has no token for them."""
     if isinstance(value, float) and not math.isfinite(value):
