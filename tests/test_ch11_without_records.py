@@ -14,7 +14,7 @@ import pytest
 from conftest import chapter_cells
 
 CELLS = {  # a line that marks each cell of the chapter this test runs, in order
-    "imports": "from tf_tutorial.book.records import load_record",
+    "imports": "from tf_tutorial.book.records import corpus_version, load_record",
     "train": "gpt_run = train_continuation(gpt, vocab, corpus.train, gpt_train_cfg,",
     "figure": "def smooth(v, w=15):",
     "scores": "gpt_ev = {k: evaluate_continuation(gpt, vocab, v)",
