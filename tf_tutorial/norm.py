@@ -76,10 +76,11 @@ class RMSNorm(nn.Module):
 
     RMSNorm(x) = x / sqrt(mean(x²) + ε) · γ,  mean(x²) over the last dimension.
 
-    Zhang & Sennrich (2019, ``zhang2019root``) drop two things from
-    :class:`LayerNorm`: the subtraction of the mean μ
-    (so RMSNorm(x + c) ≠ RMSNorm(x): no shift invariance) and the bias β. What
-    stays is the re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
+    Zhang & Sennrich (2019, ``zhang2019root``) drop the subtraction of the
+    mean μ from :class:`LayerNorm` (so RMSNorm(x + c) ≠ RMSNorm(x): no shift
+    invariance); their formula keeps a bias after the normalisation. Like T5,
+    LLaMA and ``nn.RMSNorm``, this one has no bias β. What stays is the
+    re-scaling: RMSNorm(c·x) = RMSNorm(x) for c > 0, up to ε.
 
     Equal to ``nn.RMSNorm(D, eps)``; in float16 to within one float16 step,
     because this divides by the root where PyTorch multiplies by its
