@@ -242,3 +242,23 @@ def test_inputs_without_a_length_and_a_width_are_refused():
         with pytest.raises(ValueError, match=r"^q, k, v: expected at least 2 dimensions \(\.\.\., L, d\), "
                                              r"but got shapes \(5,\), \(5,\), \(5,\)$"):
             fn(q, q, q)
+
+
+def test_a_mask_per_sentence_must_name_the_heads_dimension():
+    """A (B, 1, S) padding mask against (B, H, T, S) scores broadcasts B onto the heads: when B == H
+    nothing fails and each sentence is masked with another's padding. It is refused with the fix."""
+    from tf_tutorial.attention import grouped_query_attention, padding_mask
+    from tf_tutorial.flash import flash_attention
+    tokens = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0]])          # B = 2
+    q = torch.randn(2, 2, 4, 8)                                    # H = 2 = B
+    for attend in (lambda m: scaled_dot_product_attention(q, q, q, m),
+                   lambda m: grouped_query_attention(q, q[:, :1], q[:, :1], m),
+                   lambda m: flash_attention(q, q, q, m)):
+        with pytest.raises(ValueError, match=r"mask\[:, None\] has shape \(2, 1, 1, 4\)"):
+            attend(padding_mask(tokens, 0))
+    _, w = scaled_dot_product_attention(q, q, q, padding_mask(tokens, 0)[:, None])
+    assert (w[0, :, :, 3] == 0).all() and (w[1, :, :, 2:] == 0).all()
+    assert (w[0, :, :, 2] > 0).all()                     # sentence 0's third word is real
+    # a mask shared by every sentence still broadcasts: (T, S) and (1, T, S)
+    for shared in (causal_mask(4), causal_mask(4)[None]):
+        scaled_dot_product_attention(q, q, q, shared)

@@ -67,6 +67,19 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
     if mask.dtype != torch.bool:
         raise ValueError(f"mask must be boolean (True = may attend), "
                          f"but got dtype {mask.dtype}")
+    # a mask per sentence, (B, 1, S) or (B, T, S), against scores with heads
+    # (B, H, T, S): broadcasting aligns from the right, so its B would meet
+    # the heads, silently wrong when B == H
+    gap = len(target) - mask.dim()
+    if gap > 0 and mask.dim() >= 3 and mask.shape[0] == target[0] > 1:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} against scores of shape "
+            f"{tuple(target)}: broadcasting lines shapes up from the right, "
+            f"so the mask's first dimension ({mask.shape[0]}) would meet "
+            f"dimension {gap} of the scores (the heads), not the batch. A "
+            f"mask per sentence needs the head dimension: mask[:, None] has "
+            f"shape {(mask.shape[0], 1, *mask.shape[1:])}; a mask per head "
+            f"takes a leading 1")
     if broadcast_shape(mask.shape, target) != tuple(target):
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not "
                          f"broadcast to the scores' shape {tuple(target)}")
