@@ -71,7 +71,7 @@ STRICT = "TF_TUTORIAL_STRICT"   # set: check_run raises, as check does
 RUN_NOTE = "与正文的一处说法不符"   # in check_run's note; never in a committed page
 
 
-def check_run(claim: bool, message: str, note: str | None = None) -> bool:
+def check_run(claim: bool, message: str, note: str | None = None) -> None:
     """对“这一次训练出的模型”的论断：网页上那次运行必须成立，读者的机器上不成立时只提示。
 
     A claim about one training run, which another CPU may not reproduce: a different
@@ -83,9 +83,8 @@ def check_run(claim: bool, message: str, note: str | None = None) -> bool:
     :func:`check` does. Elsewhere (Colab, Jupyter, nbval on another machine) it prints
     a note that names the claim (``message``, or ``note`` in the reader's language)
     and the chapter goes on. ``claim`` is checked for type as by :func:`check`.
-
-    Returns:
-        the claim, as a bool.
+    Like :func:`check` it returns nothing, so a cell that ends with it shows
+    nothing more.
     """
     import os
 
@@ -97,8 +96,6 @@ def check_run(claim: bool, message: str, note: str | None = None) -> bool:
         print(wrap(f"注意：这次训练出的模型{RUN_NOTE}（{note or message}）。"
                    "正文描述的是随网页保存的那次运行；换一台机器（不同的 CPU）"
                    "训练，得到的模型会略有不同（第 10 章 10.3 节）。"))
-        return False
-    return True
 
 
 def display_width(text: str) -> int:
