@@ -88,6 +88,7 @@ class DecoderLayer(nn.Module):
             paper (0.1); also on the attention weights and the FFN's hidden
             layer, as in PyTorch.
         norm_first: False = Post-LN (2017 paper), True = Pre-LN.
+        activation: "relu" or "gelu". eps: LayerNorm's ε.
     Shape:
         x (B, T, D); memory (B, S, D); self_mask broadcastable to (B, T, T)
         (causal and target padding); memory_mask broadcastable to (B, T, S)
@@ -137,11 +138,12 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
-    """解码器：N 个解码器层，最后可选一个层归一化（Pre-LN 时默认加上）。
+    """解码器：N 个解码器层，末尾可选一个层归一化（按尺寸造的 Pre-LN 默认加）。
 
-    N decoder layers and an optional final LayerNorm (on by default with
-    Pre-LN). Built from sizes, or from one layer as ``Decoder(layer,
-    n_layers)``, like :class:`~tf_tutorial.encoder.Encoder`.
+    N decoder layers and an optional final LayerNorm (on by default when built
+    from sizes with Pre-LN; off by default for ``Decoder(layer, n_layers)``,
+    as in torch). Built from sizes, or from one layer, like
+    :class:`~tf_tutorial.encoder.Encoder`.
 
     Shape: as :class:`DecoderLayer`; ``cache`` is a :class:`DecoderCache`, and
     with ``return_weights=True`` the weights come back as

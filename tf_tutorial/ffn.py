@@ -63,13 +63,14 @@ def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
 
 
 class SwiGLUFeedForward(nn.Module):
-    """带门控的前馈网络变体 SwiGLU（PaLM、LLaMA 使用），没有偏置。
+    """带门控的前馈网络变体 SwiGLU（Shazeer 2020；PaLM、LLaMA 使用），没有偏置。
 
-    The gated variant used by PaLM and LLaMA:
+    The gated variant of Shazeer (2020), used by PaLM and LLaMA:
     (SiLU(x W_gate) ⊙ (x W_up)) W_down, no biases.
 
-    Three (D, d_ff) matrices instead of two, so d_ff = 2/3 · 4D keeps the
-    parameter count of the ReLU FFN. Shape: x (B, L, D) → (B, L, D).
+    Three (D, d_ff) matrices instead of two, so d_ff = 2/3 · 4D (the default)
+    keeps the parameter count of the ReLU FFN, as in Shazeer's comparison and
+    LLaMA; PaLM keeps d_ff = 4D. Shape: x (B, L, D) → (B, L, D).
     """
 
     def __init__(self, d_model: int, d_ff: int | None = None,
