@@ -138,7 +138,7 @@ class DecoderLayer(nn.Module):
 
 
 class Decoder(nn.Module):
-    """解码器：N 个解码器层，末尾可选一个层归一化（按尺寸造的 Pre-LN 默认加）。
+    """解码器：N 个解码器层，末尾可选层归一化（按尺寸构造的 Pre-LN 默认加）。
 
     N decoder layers and an optional final LayerNorm (on by default when built
     from sizes with Pre-LN; off by default for ``Decoder(layer, n_layers)``,

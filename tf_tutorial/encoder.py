@@ -56,7 +56,7 @@ class EncoderLayer(nn.Module):
 
 
 class Encoder(nn.Module):
-    """编码器：N 个编码器层，末尾可选一个层归一化（按尺寸造的 Pre-LN 默认加）。
+    """编码器：N 个编码器层，末尾可选层归一化（按尺寸构造的 Pre-LN 默认加）。
 
     N encoder layers and an optional final LayerNorm (on by default with Pre-LN,
     where no sublayer normalises the stack's output).
