@@ -180,8 +180,8 @@ ADJECTIVES = [(en, None if comp == "-" else comp,
                [zh] if "b" in flags else [zh, "的"])
               for en, comp, zh, *flags in
               (e.split() for e in _entries(lexicon.ADJECTIVES))]
-COLOURS = {e.split()[0] for e in _entries(lexicon.ADJECTIVES)
-           if e.split()[3:] == ["c"]}
+COLOURS = {en for en, _, _, *flags in
+           (e.split() for e in _entries(lexicon.ADJECTIVES)) if "c" in flags}
 ANIMATE_ADJECTIVES = dict(e.split() for e in
                           _entries(lexicon.ANIMATE_ADJECTIVES))
 PLACE_WORDS = {en: (prep, zh) for en, prep, zh in
@@ -366,7 +366,7 @@ def pronoun(key: str, role: str = "subj") -> Phrase:
 def place_phrase(where: Phrase) -> Phrase:
     """at the library → 在 图书馆;  in Beijing → 在 北京;  at the lake →
     在 湖 边, on the island → 在 岛 上 (``lexicon.PLACE_WORDS``)."""
-    prep, after = ("in", []) if where.cls == "C" else ("at", [])
+    prep, after = ("in" if where.cls == "C" else "at"), []
     if where.noun is not None and where.noun.en in PLACE_WORDS:
         prep, zh = PLACE_WORDS[where.noun.en]
         after = [zh]
