@@ -1,4 +1,5 @@
 import re
+import warnings
 
 import pytest
 import torch
@@ -246,16 +247,29 @@ def test_inputs_without_a_length_and_a_width_are_refused():
 
 def test_a_mask_per_sentence_must_name_the_heads_dimension():
     """A (B, 1, S) padding mask against (B, H, T, S) scores broadcasts B onto the heads: when B == H
-    nothing fails and each sentence is masked with another's padding. It is refused with the fix."""
+    nothing fails and each sentence is masked with another's padding. That is legal broadcasting
+    (an (H, T, S) mask per head looks the same, and torch accepts it), so it computes what torch
+    computes and warns with the fix; when B != H it cannot broadcast and is refused with the fix."""
     from tf_tutorial.attention import grouped_query_attention, padding_mask
     from tf_tutorial.flash import flash_attention
     tokens = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0]])          # B = 2
     q = torch.randn(2, 2, 4, 8)                                    # H = 2 = B
-    for attend in (lambda m: scaled_dot_product_attention(q, q, q, m),
-                   lambda m: grouped_query_attention(q, q[:, :1], q[:, :1], m),
-                   lambda m: flash_attention(q, q, q, m)):
-        with pytest.raises(ValueError, match=r"mask\[:, None\] has shape \(2, 1, 1, 4\)"):
-            attend(padding_mask(tokens, 0))
+    q3 = torch.randn(2, 3, 4, 8)                                   # H = 3 != B
+    fix = r"mask\[:, None\] has shape \(2, 1, 1, 4\)"
+    for attend in (lambda q, m: scaled_dot_product_attention(q, q, q, m)[0],
+                   lambda q, m: grouped_query_attention(q, q[:, :1], q[:, :1], m),
+                   lambda q, m: flash_attention(q, q, q, m)):
+        m = padding_mask(tokens, 0)
+        with pytest.warns(UserWarning, match=fix):
+            attend(q, m)
+        with pytest.raises(ValueError, match=fix):
+            attend(q3, m)
+    with pytest.warns(UserWarning, match="meets dimension 1"):
+        out, _ = scaled_dot_product_attention(q, q, q, padding_mask(tokens, 0))
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, q, q, padding_mask(tokens, 0)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # a mask per head said so: no warning
+        scaled_dot_product_attention(q, q, q, padding_mask(tokens, 0)[None])
     _, w = scaled_dot_product_attention(q, q, q, padding_mask(tokens, 0)[:, None])
     assert (w[0, :, :, 3] == 0).all() and (w[1, :, :, 2:] == 0).all()
     assert (w[0, :, :, 2] > 0).all()                     # sentence 0's third word is real

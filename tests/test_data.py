@@ -91,6 +91,9 @@ def test_vocab_round_trip(corpus):
         if all(t in v for t in zh):
             assert v.decode(ids) == zh
     assert Vocab(["b", "a"]).encode(["a", "zzz"]) == [4, 3]          # unknown → UNK
+    # words: the ordinary tokens, specials left out even when passed in
+    assert Vocab(["b", "<eos>", "a"]).words == ["a", "b"]
+    assert v.words == v.itos[4:] and not set(v.words) & {"<pad>", "<unk>"}
     assert v.decode(torch.tensor([v.bos_id, 5, v.eos_id, 6])) == [v.itos[5]]   # stops at EOS
 
 

@@ -111,6 +111,11 @@ def test_decoder_from_one_layer_like_torch(norm_first):
     from tf_tutorial.encoder import EncoderLayer
     with pytest.raises(TypeError, match="d_model: expected an int or DecoderLayer, but got EncoderLayer$"):
         Decoder(EncoderLayer(D, H, FF), 2)
+    with pytest.raises(ValueError, match=rf"^Decoder\(layer, n_layers\) copies the layer, whose "
+                                         rf"norm_first={norm_first}, but also got "
+                                         rf"norm_first={not norm_first}"):
+        Decoder(layer, 2, norm_first=not norm_first)       # the layer's own value would be kept
+    assert len(Decoder(layer, 2, norm_first=norm_first, eps=1e-5).layers) == 2
 
 
 def test_a_cache_for_another_number_of_layers_is_refused():

@@ -103,6 +103,24 @@ def test_encoder_from_one_layer_like_torch(norm_first):
 
 def test_encoder_from_one_layer_refuses_what_the_layer_already_fixes():
     layer = EncoderLayer(D, H, FF)
+    # dropout, norm_first, activation and eps come from the layer too: a different value is
+    # refused, not silently ignored; the layer's own value is accepted
+    with pytest.raises(ValueError, match=r"^Encoder\(layer, n_layers\) copies the layer, whose "
+                                         r"dropout=0.1, but also got dropout=0.3"):
+        Encoder(layer, 2, dropout=0.3)
+    with pytest.raises(ValueError, match=r"norm_first=False, activation='relu', but also got "
+                                         r"norm_first=True, activation='gelu'"):
+        Encoder(layer, 2, norm_first=True, activation="gelu")
+    with pytest.raises(ValueError, match=r"eps=1e-05, but also got eps=1e-06"):
+        Encoder(layer, 2, eps=1e-6)
+    same = Encoder(layer, 2, dropout=0.1, norm_first=False, activation="relu", eps=1e-5)
+    assert len(same.layers) == 2 and same.layers[1].ffn_block.dropout.p == 0.1
+    assert Encoder(EncoderLayer(D, H, FF, 0.0, True, "gelu", 1e-6), 2,
+                   dropout=0.0, norm_first=True).layers[0].ffn_block.norm.eps == 1e-6
+    # built from sizes, the defaults are still the paper's: dropout 0.1, Post-LN, ReLU, 1e-5
+    built = Encoder(D, H, FF, 1).layers[0]
+    assert (built.ffn_block.dropout.p, built.ffn_block.norm_first, built.ffn_block.norm.eps) == \
+        (0.1, False, 1e-5)
     with pytest.raises(TypeError, match=r"Encoder\(layer, n_layers\) takes no other size, but also got d_ff=48"):
         Encoder(layer, 2, FF)
     with pytest.raises(TypeError, match="takes no other size, but also got n_heads=2"):

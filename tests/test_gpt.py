@@ -213,6 +213,16 @@ def test_top_p_counts_a_rounded_sum_as_reaching_p(vocab, top_p, size, dtype):
     assert (p > 0).sum() == size and p.dtype == dtype
 
 
+@pytest.mark.parametrize("dtype, top_p", [(torch.float32, 1e-7), (torch.float32, 1e-30),
+                                          (torch.float64, 1e-16), (torch.float16, 1e-4)])
+def test_a_tiny_top_p_keeps_the_likeliest_token(dtype, top_p):
+    """p below the rounding slack (8 eps) once dropped every token and gave NaN: the likeliest stays."""
+    logits = torch.tensor([[1.0, 3.0, 2.0], [0.0, -1.0, 5.0]], dtype=dtype)
+    p = sampling_probs(logits, top_p=top_p)
+    assert torch.equal(p, torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]], dtype=dtype))
+    assert sample(logits, top_p=top_p).tolist() == [1, 2]
+
+
 def test_top_p_never_samples_outside_the_nucleus():
     logits = PROBS.log().expand(2000, 4)
     draws = sample(logits, top_p=0.7, generator=torch.Generator().manual_seed(0))

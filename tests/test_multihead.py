@@ -143,6 +143,17 @@ def test_bad_sizes_are_named(args, pattern):
         MultiHeadAttention(*args)
 
 
+def test_bias_must_be_a_bool():
+    """bias="no" used to keep the biases (a non-empty string is truthy) and None dropped them."""
+    from tf_tutorial.multihead import GroupedQueryAttention
+    for bad in ("no", None, 0):
+        with pytest.raises(TypeError, match=rf"^bias must be True or False, but got {bad!r}$"):
+            MultiHeadAttention(12, 3, bias=bad)
+        with pytest.raises(TypeError, match="bias must be True or False"):
+            GroupedQueryAttention(12, 3, 1, bias=bad)
+    assert MultiHeadAttention(12, 3, bias=False).w_q.bias is None
+
+
 def test_query_key_and_value_are_checked_against_each_other():
     mha = MultiHeadAttention(12, 3)
     q, kv = torch.randn(2, 4, 12), torch.randn(1, 6, 12)

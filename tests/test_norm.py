@@ -4,7 +4,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from tf_tutorial.interop import from_torch
-from tf_tutorial.norm import LayerNorm, layer_norm_common_slip
+from tf_tutorial.norm import LayerNorm, RMSNorm, layer_norm_common_slip
 
 B, L, D = 2, 7, 12
 
@@ -61,6 +61,22 @@ def test_bad_input():
         LayerNorm(D)(torch.randn(B, L, 10))
     with pytest.raises(ValueError, match="eps must be positive, but got 0"):
         LayerNorm(D, eps=0)
+    from tf_tutorial.gpt import GPTConfig
+    for make in (lambda e: LayerNorm(D, eps=e), lambda e: RMSNorm(D, eps=e),
+                 lambda e: GPTConfig(vocab_size=9, eps=e)):
+        with pytest.raises(ValueError, match="^eps must be finite, but got inf$"):
+            make(float("inf"))                        # would squash every output to β
+
+
+@pytest.mark.parametrize("fused", [True, False])
+def test_both_paths_return_the_input_dtype(fused):
+    """F.layer_norm returns bfloat16 for a bfloat16 input with float32 γ, β; the written-out path
+    used to promote to float32."""
+    x = torch.randn(2, 8, dtype=torch.bfloat16)
+    ln = LayerNorm(8, fused=fused)
+    out = ln(x)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), nn.functional.layer_norm(x.float(), (8,)), atol=2e-2, rtol=2e-2)
 
 
 def test_fused_and_written_out_paths_agree_in_value_and_gradient():

@@ -16,7 +16,8 @@ from torch import nn
 
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import (CONFIGS, CheckpointError, autocast_dtype, load_checkpoint, noam_lr,
-                               pick_device, save_checkpoint, train, train_step)
+                               pick_device, save_checkpoint, smoothed_target, smoothing_floor,
+                               train, train_step)
 
 TINY = dataclasses.replace(CONFIGS["tiny"], steps=40, warmup=10, eval_every=20, n_train=1500)
 
@@ -714,3 +715,26 @@ def test_auto_precision_on_a_gpu_takes_bf16_where_the_gpu_has_it(monkeypatch, bf
     assert asked == [False]                        # emulated bf16 (slow on a T4) does not count
     assert autocast_dtype(torch.device("cpu"), "auto") is None
     assert autocast_dtype(torch.device("cuda"), "fp32") is None
+
+
+def test_smoothing_floor_is_the_least_label_smoothed_loss():
+    # the floor is q's entropy: PyTorch's loss at logits log q, and no
+    # other logits get lower
+    for n, eps in ((5, 0.1), (40, 0.25), (3, 0.0)):
+        right, other = smoothed_target(n, eps)
+        q = torch.full((n,), other, dtype=torch.float64)
+        q[1] = right
+        ce = nn.CrossEntropyLoss(label_smoothing=eps)
+        at_q = ce(q.log()[None], torch.tensor([1])).item()
+        assert abs(q.sum().item() - 1) < 1e-12
+        assert abs(at_q - smoothing_floor(n, eps)) < 1e-9
+        torch.manual_seed(n)
+        for _ in range(20):
+            z = q.log() + 0.3 * torch.randn(n, dtype=torch.float64)
+            assert ce(z[None], torch.tensor([1])).item() >= at_q - 1e-12
+    assert smoothing_floor(3, 0.0) == 0.0
+    assert smoothed_target(5, 0.1) == pytest.approx((0.92, 0.02))
+    for bad, words in (((0, 0.1), "n_vocab"), ((5, 1.0), "eps"),
+                       ((5, -0.1), "eps"), ((2.5, 0.1), "n_vocab")):
+        with pytest.raises(ValueError, match=words):
+            smoothing_floor(*bad)

@@ -5,6 +5,7 @@ Argument checks shared by the modules, so that every constructor and every
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -106,6 +107,17 @@ def require_positive(**values) -> None:
     for name, value in values.items():
         if not (_is_real(value) and value > 0):
             raise ValueError(f"{name} must be positive, but got {value!r}")
+
+
+def require_eps(eps) -> None:
+    """检查 ε 是正的有限数：``inf`` 会把每个输出都压成 0。
+
+    Like :func:`require_positive`, and also refuses ``inf`` (every output
+    would be 0).
+    """
+    require_positive(eps=eps)
+    if not math.isfinite(eps):
+        raise ValueError(f"eps must be finite, but got {eps!r}")
 
 
 _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)

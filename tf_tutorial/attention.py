@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import operator
+import warnings
 
 import torch
 import torch.nn.functional as F
@@ -68,18 +69,23 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
         raise ValueError(f"mask must be boolean (True = may attend), "
                          f"but got dtype {mask.dtype}")
     # a mask per sentence, (B, 1, S) or (B, T, S), against scores with heads
-    # (B, H, T, S): broadcasting aligns from the right, so its B would meet
-    # the heads, silently wrong when B == H
+    # (B, H, T, S): broadcasting aligns from the right, so its B meets the
+    # heads. When B != H that fails; when B == H it is legal broadcasting
+    # (an (H, T, S) mask per head looks the same) but silently wrong for a
+    # mask per sentence, so it warns
     gap = len(target) - mask.dim()
     if gap > 0 and mask.dim() >= 3 and mask.shape[0] == target[0] > 1:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} against scores of shape "
-            f"{tuple(target)}: broadcasting lines shapes up from the right, "
-            f"so the mask's first dimension ({mask.shape[0]}) would meet "
-            f"dimension {gap} of the scores (the heads), not the batch. A "
-            f"mask per sentence needs the head dimension: mask[:, None] has "
-            f"shape {(mask.shape[0], 1, *mask.shape[1:])}; a mask per head "
-            f"takes a leading 1")
+        meets = "meets" if mask.shape[0] == target[gap] else "would meet"
+        why = (f"mask of shape {tuple(mask.shape)} against scores of shape "
+               f"{tuple(target)}: broadcasting lines shapes up from the right, "
+               f"so the mask's first dimension ({mask.shape[0]}) {meets} "
+               f"dimension {gap} of the scores (the heads), not the batch. A "
+               f"mask per sentence needs the head dimension: mask[:, None] "
+               f"has shape {(mask.shape[0], 1, *mask.shape[1:])}; a mask per "
+               f"head takes a leading 1, mask[None]")
+        if meets == "would meet":
+            raise ValueError(why)
+        warnings.warn(why, UserWarning, stacklevel=4)  # the caller's line
     if broadcast_shape(mask.shape, target) != tuple(target):
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not "
                          f"broadcast to the scores' shape {tuple(target)}")

@@ -13,7 +13,8 @@ from torch import nn
 from tf_tutorial._checks import require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.residual import SublayerConnection, stack_from_layer, stack_norm
+from tf_tutorial.residual import (SublayerConnection, layer_settings,
+                                  stack_from_layer, stack_norm)
 
 
 class EncoderLayer(nn.Module):
@@ -61,29 +62,35 @@ class Encoder(nn.Module):
     N encoder layers and an optional final LayerNorm (on by default with Pre-LN,
     where no sublayer normalises the stack's output).
 
-    Built from sizes, ``Encoder(d_model, n_heads, d_ff, n_layers, ...)``, or
-    from one layer, ``Encoder(layer, n_layers)``, as
-    ``nn.TransformerEncoder(layer, num_layers)`` is: N deep copies of it, and
-    no final norm unless ``final_norm=True``.
+    Built from sizes, ``Encoder(d_model, n_heads, d_ff, n_layers, ...)``
+    (unless given: dropout 0.1, Post-LN, ReLU, eps 1e-5, as
+    :class:`EncoderLayer`), or from one layer, ``Encoder(layer, n_layers)``,
+    as ``nn.TransformerEncoder(layer, num_layers)`` is: N deep copies of it,
+    and no final norm unless ``final_norm=True``. The copies keep the layer's
+    dropout, norm_first, activation and eps; a different value given here
+    is refused, not ignored.
 
     Shape: x (B, S, D), mask as in :class:`EncoderLayer` → (B, S, D).
     """
 
     def __init__(self, d_model: int | EncoderLayer, n_heads: int | None = None,
                  d_ff: int | None = None, n_layers: int | None = None,
-                 dropout: float = 0.1, norm_first: bool = False,
-                 activation: str = "relu", eps: float = 1e-5,
+                 dropout: float | None = None, norm_first: bool | None = None,
+                 activation: str | None = None, eps: float | None = None,
                  final_norm: bool | None = None):
         super().__init__()
+        given = dict(dropout=dropout, norm_first=norm_first,
+                     activation=activation, eps=eps)   # None: not given
         if isinstance(d_model, nn.Module):           # Encoder(layer, N)
             self.layers, self.norm = stack_from_layer(
-                EncoderLayer, d_model, n_heads, d_ff, n_layers, final_norm)
+                EncoderLayer, d_model, n_heads, d_ff, n_layers, final_norm,
+                given)
             return
         require_sizes(n_layers=n_layers)
+        s = layer_settings(**given)  # dropout 0.1, Post-LN, ReLU, eps 1e-5
         self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first,
-                         activation, eps) for _ in range(n_layers))
-        self.norm = stack_norm(d_model, norm_first, final_norm, eps)
+            EncoderLayer(d_model, n_heads, d_ff, **s) for _ in range(n_layers))
+        self.norm = stack_norm(d_model, s["norm_first"], final_norm, s["eps"])
 
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -26,7 +26,7 @@ from torch import nn
 
 from tf_tutorial._checks import (_is_real, require_config, require_counts,
                                  require_fits, require_flags,
-                                 require_ids, require_positive, require_tensors,
+                                 require_eps, require_ids, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -124,7 +124,7 @@ class GPTConfig:
             raise ValueError("positions='rope' needs an even head width, "
                              "but d_model / n_heads = "
                              f"{self.d_model // self.n_heads}")
-        require_positive(eps=self.eps)
+        require_eps(self.eps)
         require_flags(norm_first=self.norm_first)
 
     def to_dict(self) -> dict:
@@ -381,7 +381,9 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
         # the nucleus already had p without it; a few ulps of slack, so that
         # a sum that should be exactly top_p (0.1 * 6 = 0.6) counts as there
         slack = 8 * torch.finfo(p.dtype).eps
-        sorted_p = sorted_p.masked_fill(before >= top_p - slack, 0.0)
+        drop = before >= top_p - slack
+        drop[..., 0] = False    # the likeliest token stays, even for tiny p
+        sorted_p = sorted_p.masked_fill(drop, 0.0)
         p = torch.zeros_like(p).scatter(-1, index, sorted_p)
         p = p / p.sum(-1, keepdim=True)
     return p
@@ -580,7 +582,7 @@ def continuation_vocab(src_vocab: Vocab, tgt_vocab: Vocab) -> Vocab:
     One vocabulary for both languages plus ``<sep>``; the special ids are
     :class:`Vocab`'s.
     """
-    return Vocab([*src_vocab.itos[4:], *tgt_vocab.itos[4:], SEP])
+    return Vocab([*src_vocab.words, *tgt_vocab.words, SEP])
 
 
 def encode_continuation(pairs, vocab: Vocab) -> list[tuple[list[int], int]]:

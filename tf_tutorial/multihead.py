@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_dropout, require_sizes, require_width
+from tf_tutorial._checks import (require_dropout, require_flags, require_sizes,
+                                 require_width)
 from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
@@ -142,6 +143,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by "
                              f"n_heads={n_heads}")
         require_dropout(dropout)
+        require_flags(bias=bias)
         self.d_model, self.n_heads, self.d_k = (
             d_model, n_heads, d_model // n_heads)
         self.dropout, self.fused = dropout, fused
@@ -258,6 +260,7 @@ class GroupedQueryAttention(nn.Module):
             raise ValueError(f"n_heads={n_heads} is not divisible by "
                              f"n_kv_heads={n_kv_heads}")
         require_dropout(dropout)
+        require_flags(bias=bias)
         self.d_model, self.n_heads, self.n_kv_heads = (
             d_model, n_heads, n_kv_heads)
         self.d_k, self.dropout = d_model // n_heads, dropout

@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_positive, require_sizes, require_width
+from tf_tutorial._checks import require_eps, require_sizes, require_width
 
 
 class LayerNorm(nn.Module):
@@ -41,7 +41,7 @@ class LayerNorm(nn.Module):
     def __init__(self, d_model: int, eps: float = 1e-5, fused: bool = True):
         super().__init__()
         require_sizes(d_model=d_model)
-        require_positive(eps=eps)
+        require_eps(eps)
         self.d_model, self.eps, self.fused = d_model, eps, fused
         self.weight = nn.Parameter(torch.ones(d_model))   # γ
         self.bias = nn.Parameter(torch.zeros(d_model))    # β
@@ -54,7 +54,8 @@ class LayerNorm(nn.Module):
                                 self.eps)
         mu = x.mean(dim=-1, keepdim=True)                     # (..., 1)
         var = (x - mu).pow(2).mean(dim=-1, keepdim=True)      # (..., 1), biased
-        return (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
+        out = (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
+        return out.to(x.dtype)  # as F.layer_norm: float32 γ, β do not promote
 
 
 def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:
@@ -102,7 +103,7 @@ class RMSNorm(nn.Module):
     def __init__(self, d: int, eps: float = 1e-6):
         super().__init__()
         require_sizes(d=d)
-        require_positive(eps=eps)
+        require_eps(eps)
         self.d_model, self.eps = d, eps
         self.weight = nn.Parameter(torch.ones(d))         # γ; no β
 

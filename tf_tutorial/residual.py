@@ -73,8 +73,35 @@ def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
     return LayerNorm(d_model, eps) if use else nn.Identity()
 
 
+LAYER_DEFAULTS = dict(dropout=0.1, norm_first=False, activation="relu",
+                      eps=1e-5)
+"""What a stack built from sizes gives each layer when the caller says nothing."""
+
+
+def layer_settings(**given) -> dict:
+    """栈的每层设置：没给的（None）换成默认值。
+
+    The stacks' per-layer settings, each None replaced by its default.
+    """
+    return {k: LAYER_DEFAULTS[k] if v is None else v for k, v in given.items()}
+
+
+def _own_settings(layer: nn.Module) -> dict:
+    """一个层构造时用的 dropout、norm_first、activation 和 eps。
+
+    The dropout, norm_first, activation and eps a layer was built with.
+    """
+    from tf_tutorial.ffn import ACTIVATIONS
+    block = layer.ffn_block
+    names = {fn: name for name, fn in ACTIVATIONS.items()}
+    return dict(dropout=block.dropout.p, norm_first=block.norm_first,
+                activation=names.get(layer.ffn.act, layer.ffn.act),
+                eps=block.norm.eps)
+
+
 def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
-                     final_norm: bool | None) -> tuple[nn.ModuleList, nn.Module]:
+                     final_norm: bool | None, given: dict | None = None
+                     ) -> tuple[nn.ModuleList, nn.Module]:
     """``Encoder(layer, N)`` 这种写法：把一个层深拷贝成 N 个彼此独立的层。
 
     The stacks' second way to be built, as ``nn.TransformerEncoder(layer, N)``
@@ -82,7 +109,9 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
     norm unless ``final_norm=True`` (torch's ``norm=``; a Pre-LN stack wants
     one, chapter 6). N comes second (the slot of ``n_heads``) or as
     ``n_layers=``; the other sizes belong to the layer, so none may be given
-    with it.
+    with it. ``given`` holds the caller's dropout, norm_first, activation and
+    eps (None = not given): these too come from the layer, so a value that
+    differs from the layer's is refused rather than silently ignored.
     """
     if not isinstance(layer, kind):
         hint = (" (tf_tutorial.interop.from_torch converts torch.nn's)"
@@ -98,6 +127,17 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
                         f"n_layers) takes no other size, but also got "
                         + ", ".join(f"{k}={v}" for k, v in extra.items()))
     require_sizes(n_layers=n_layers)
+    own = _own_settings(layer)
+    clash = [(k, v) for k, v in (given or {}).items()
+             if v is not None and v != own[k]]
+    if clash:
+        stack = kind.__name__.replace("Layer", "")
+        raise ValueError(
+            f"{stack}(layer, n_layers) copies the layer, whose "
+            + ", ".join(f"{k}={own[k]!r}" for k, _ in clash)
+            + ", but also got " + ", ".join(f"{k}={v!r}" for k, v in clash)
+            + f": build the layer with those settings, or the {stack} "
+            "from sizes")
     norm = layer.ffn_block.norm   # every layer ends in its FFN's connection
     return (nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers)),
             stack_norm(norm.d_model, layer.ffn_block.norm_first,

@@ -127,6 +127,33 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+def smoothed_target(n_vocab: int, eps: float) -> tuple[float, float]:
+    """标签平滑后的目标分布：正确词元和其余每个词元各得的概率。
+
+    The label-smoothed target of ``nn.CrossEntropyLoss(label_smoothing=eps)``
+    over ``n_vocab`` tokens: (the right token's probability 1 - eps +
+    eps/n_vocab, each other token's eps/n_vocab).
+    """
+    require_sizes(n_vocab=n_vocab)
+    if not (_is_real(eps) and 0 <= eps < 1):
+        raise ValueError(f"eps must be in [0, 1), but got {eps!r}")
+    return 1 - eps + eps / n_vocab, eps / n_vocab
+
+
+def smoothing_floor(n_vocab: int, eps: float) -> float:
+    """标签平滑下训练损失的下限：平滑目标分布的熵（nat）。
+
+    The lowest value the label-smoothed cross-entropy can take, reached when
+    the model's distribution equals the smoothed target: that target's
+    entropy, in nats (0 without smoothing).
+    """
+    right, other = smoothed_target(n_vocab, eps)
+    if eps == 0:
+        return 0.0
+    return -(right * math.log(right)
+             + (n_vocab - 1) * other * math.log(other))
+
+
 def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig,
                            d_model: int | None = None):
     """论文的优化器：Adam(0.9, 0.98, 1e-9)，学习率按 :func:`noam_lr` 逐步设定。

@@ -44,6 +44,14 @@ class Vocab:
     def __len__(self) -> int:
         return len(self.itos)
 
+    @property
+    def words(self) -> list[str]:
+        """词表里的普通词元（去掉 PAD、BOS、EOS、UNK 四个特殊词元）。
+
+        The ordinary tokens, in id order: ``itos`` without the specials.
+        """
+        return self.itos[len(SPECIALS):]
+
     def __contains__(self, token: str) -> bool:
         return token in self.stoi
 
