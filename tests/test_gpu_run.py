@@ -144,9 +144,9 @@ def test_a_merge_keeps_one_corpus(dry_run, tmp_path):
         main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(older)])
     unnamed = tmp_path / "unnamed.json"            # taken before the version was written: version 1
     unnamed.write_text(json.dumps({k: v for k, v in record.items() if k != "corpus_version"}))
-    if CORPUS_VERSION > 1:
-        with pytest.raises(SystemExit, match="trained on corpus version 1,"):
-            main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(unnamed)])
+    assert CORPUS_VERSION > 1                     # so a version-1 record is an older one
+    with pytest.raises(SystemExit, match="trained on corpus version 1,"):
+        main([str(tmp_path / "out"), "--dry-run", "--stages", "kv_cache", "--merge", str(unnamed)])
 
 
 def test_load_record(dry_run, tmp_path):
