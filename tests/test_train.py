@@ -44,10 +44,27 @@ def test_device_and_precision_choice():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA GPU is available"):
             pick_device("cuda")
+    assert pick_device(torch.device("cpu")) == torch.device("cpu")
     for bad in ("tpu", "gpu", 3.5):      # torch's own message lists 20-odd backends
         with pytest.raises(ValueError, match=f"^device must be 'auto', 'cpu', 'cuda', 'cuda:N' or another torch "
                                              f"device, but got {bad!r}$"):
             pick_device(bad)
+
+
+def test_a_cuda_device_that_is_not_there_is_named(monkeypatch):
+    """'cuda:0' without a GPU, or 'cuda:1' on a one-GPU machine, used to pass pick_device and fail
+    later inside .to() with torch's 'Torch not compiled with CUDA enabled'."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for asked in ("cuda", "cuda:0", torch.device("cuda", 1)):
+        with pytest.raises(ValueError, match=r"^device 'cuda(:\d)?' was asked for, but no CUDA GPU is available$"):
+            pick_device(asked)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert pick_device("cuda:0") == torch.device("cuda", 0)
+    assert pick_device("cuda") == torch.device("cuda")
+    with pytest.raises(ValueError, match=r"^device 'cuda:1' was asked for, but this machine has 1 CUDA GPU\(s\): "
+                                         r"cuda:0 to cuda:0$"):
+        pick_device("cuda:1")
 
 
 def test_a_tiny_run_learns_and_records_curves(corpus):

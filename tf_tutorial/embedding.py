@@ -72,8 +72,9 @@ class TokenEmbedding(nn.Module):
         d_model: D, the width of each vector.
     Shape: tokens (B, L) int → (B, L, D).
 
-    Ids out of range get a clear ``ValueError`` on the CPU. On a GPU the check
-    is skipped (it would stop the GPU to read the ids back at every step); call
+    Ids out of range get a clear ``ValueError`` on the CPU. On a GPU, and
+    inside ``torch.compile``, the check is skipped (it would stop the GPU to
+    read the ids back at every step, and break the compiled graph); call
     :meth:`check_ids` there.
     """
 

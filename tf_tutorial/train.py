@@ -172,16 +172,23 @@ def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig,
 
 def pick_device(name: str = "auto") -> torch.device:
     """选择训练设备：``auto`` 时有 GPU 就用 GPU，否则用 CPU。"""
-    if name == "auto":
+    if isinstance(name, str) and name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            "device 'cuda' was asked for, but no CUDA GPU is available")
     try:
-        return torch.device(name)
+        dev = torch.device(name)
     except (RuntimeError, TypeError):
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or "
                          f"another torch device, but got {name!r}") from None
+    if dev.type == "cuda":        # say so here, not deep inside .to(device)
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if count == 0:
+            raise ValueError(f"device {str(dev)!r} was asked for, but no CUDA "
+                             "GPU is available")
+        if dev.index is not None and dev.index >= count:
+            raise ValueError(f"device {str(dev)!r} was asked for, but this "
+                             f"machine has {count} CUDA GPU(s): cuda:0 to "
+                             f"cuda:{count - 1}")
+    return dev
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
