@@ -99,7 +99,17 @@ def test_every_test_sentence_normalises_to_itself(ckpt):
         assert normalise(typed[0].upper() + typed[1:], corpus.src_vocab) == en, typed
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\t", "'"])
+def test_normalise_reads_full_width_punctuation_and_digits(t):
+    """A Chinese input method types 。，？！ and full-width digits: "China。" was an unknown word."""
+    v = t.src_vocab
+    assert normalise("The dog bites the man。", v) == DOG
+    assert normalise("The dog bites the man！", v) == DOG
+    assert normalise("does the dog bite the man？", v) == normalise("does the dog bite the man?", v)
+    assert normalise("I bought ３０５０００ books。", v) == BOOKS
+    assert normalise("I bought 305，000 books.", v) == BOOKS
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\t", "'", ".", "!", "...", ",", "？", "。", ", ."])
 def test_normalise_empty(t, text):
     with pytest.raises(ValueError, match="^empty sentence$"):
         normalise(text, t.src_vocab)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import random
 import re
+import unicodedata
 from dataclasses import dataclass
 
 import torch
@@ -117,12 +118,17 @@ def _known(word: str, vocab: Vocab, first: bool = False) -> str | None:
     return None
 
 
+_IDEOGRAPHIC = str.maketrans({"。": ".", "、": ","})   # NFKC leaves these two
+
+
 def normalise(text: str, src_vocab: Vocab) -> list[str]:
     """把一句手打的英文改写成语料的写法，再切成词元。
 
     A typed English sentence → tokens written the way the corpus writes them.
 
-    In order: digits become number words (305000 and 305,000 → three hundred and five
+    In order: full-width characters typed with a Chinese input method become
+    their ASCII forms (。，？！ and full-width digits: Unicode NFKC, plus 。 → . and
+    、 → ,); digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
     "doesn't" becomes "does not" (do, does, did, is, are, was, were); "twenty-two" becomes
     "twenty two", as the corpus writes numbers;
@@ -138,10 +144,12 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     Returns:
         The tokens, e.g. "The dog bites the man!" → ['the', 'dog', 'bites', 'the', 'man', '.'].
     Raises:
-        ValueError: an empty sentence, or a number out of range or not whole (3.5, -5).
+        ValueError: an empty sentence (or one of punctuation only), or a number out of range or
+            not whole (3.5, -5).
     """
     if not isinstance(text, str):
         raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
+    text = unicodedata.normalize("NFKC", text).translate(_IDEOGRAPHIC)
     bad = _NOT_WHOLE.search(text)
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
@@ -149,7 +157,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
     text = _TENS_UNITS.sub(r"\1 \2", text)
     words = tokenize_en(_NUMBER.sub(_number_words, text))
-    if not words:
+    if not [w for w in words if w not in (",", ".", "?")]:        # "", "   ", "...", "?"
         raise ValueError("empty sentence")
     longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
     tokens, i = [], 0
