@@ -109,6 +109,20 @@ def test_normalise_reads_full_width_punctuation_and_digits(t):
     assert normalise("I bought 305，000 books.", v) == BOOKS
 
 
+def test_typed_number_words_are_written_as_the_corpus_writes_them(t):
+    """The corpus writes "one thousand one" and "three hundred and five": a reader who types "one
+    thousand and one" or "a hundred" gave the model forms it never saw in training."""
+    v = t.src_vocab
+    assert normalise("I bought one thousand and one books.", v) == normalise("I bought 1001 books.", v)
+    assert normalise("I bought a hundred books.", v) == normalise("I bought 100 books.", v)
+    assert normalise("I bought three hundred five thousand books.", v) == BOOKS
+    assert normalise("I bought Three Hundred And Five Thousand books.", v) == BOOKS
+    w = Vocab(["I", "saw", "a", "and", "cats", "dog", "two", "three", "hundred", "."])
+    assert normalise("I saw three and two cats.", w) == ["I", "saw", "three", "and", "two", "cats", "."]
+    assert normalise("I saw two three cats.", w) == ["I", "saw", "two", "three", "cats", "."]  # not one number
+    assert normalise("I saw a dog.", w) == ["I", "saw", "a", "dog", "."]                 # an article stays
+
+
 @pytest.mark.parametrize("text", ["", "   ", "\t", "'", ".", "!", "...", ",", "？", "。", ", ."])
 def test_normalise_empty(t, text):
     with pytest.raises(ValueError, match="^empty sentence$"):

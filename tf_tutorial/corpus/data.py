@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial.corpus.grammar import TITLES, Grammar, number_en
+from tf_tutorial.corpus.grammar import ONES, TENS, TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -103,6 +103,67 @@ def _number_words(match: re.Match) -> str:
     return " " + " ".join(number_en(n)) + " "
 
 
+_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}
+_NUMERALS = {w: v for v, w in enumerate(ONES) if v} | {w: 10 * v for v, w in enumerate(TENS) if v > 1}
+
+
+def _numeral_run(words: list[str], i: int) -> int:
+    """How many words from ``words[i]`` may belong to one typed number: numerals, scales, "and"
+    between them, and "a" before a scale ("a hundred")."""
+    j = i
+    while j < len(words):
+        w, before, after = (words[j].lower(), words[j - 1].lower() if j > i else "",
+                            words[j + 1].lower() if j + 1 < len(words) else "")
+        if (w in _NUMERALS or w in _SCALES and j > i
+                or w == "and" and j > i and (before in _NUMERALS or before in _SCALES)
+                and after in _NUMERALS
+                or w == "a" and j == i and after in _SCALES):
+            j += 1
+        else:
+            break
+    return j - i
+
+
+def _read_numeral(words: list[str]) -> int | None:
+    """The value of typed number words, if they are the corpus's words for it up to "and"s and
+    "a" for "one" ("one thousand and one", "a hundred", "three hundred five"); else None."""
+    total = current = 0
+    for w in words:
+        if w in _NUMERALS:
+            current += _NUMERALS[w]
+        elif w == "hundred":
+            current = (current or 1) * 100
+        elif w in _SCALES:
+            total, current = total + (current or 1) * _SCALES[w], 0
+    n = total + current
+    bare = [w for w in words if w != "and"]
+    if not 1 <= n < 10**9 or [w if w != "a" else "one" for w in bare] != [
+            w for w in number_en(n) if w != "and"]:
+        return None
+    return n
+
+
+def _corpus_numbers(words: list[str]) -> list[str]:
+    """Rewrite typed number words the way the corpus writes them (:func:`number_en`):
+    "one thousand and one" → one thousand one, "a hundred" → one hundred, "three hundred five" →
+    three hundred and five. Words that are not one number ("two three") are left as typed."""
+    out, i = [], 0
+    while i < len(words):
+        run = _numeral_run(words, i)
+        for n in range(run, 0, -1):                   # the longest prefix that reads as a number
+            if words[i + n - 1].lower() in ("and", "a"):
+                continue                              # "three and two": and stays a word
+            value = _read_numeral([w.lower() for w in words[i:i + n]])
+            if value is not None:
+                out += number_en(value)
+                i += n
+                break
+        else:
+            out.append(words[i])
+            i += 1
+    return out
+
+
 def _known(word: str, vocab: Vocab, first: bool = False) -> str | None:
     """The vocabulary's spelling of ``word``: as typed, else lowercase ("The"), else capitalised ("china").
 
@@ -131,7 +192,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     、 → ,); digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
     "doesn't" becomes "does not" (do, does, did, is, are, was, were); "twenty-two" becomes
-    "twenty two", as the corpus writes numbers;
+    "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
+    one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
     the period of a title ("Dr.") is dropped; a run of end marks ("?!", "...") keeps its first;
@@ -156,7 +218,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
                          "only those are known to the model")
     text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
     text = _TENS_UNITS.sub(r"\1 \2", text)
-    words = tokenize_en(_NUMBER.sub(_number_words, text))
+    words = _corpus_numbers(tokenize_en(_NUMBER.sub(_number_words, text)))
     if not [w for w in words if w not in (",", ".", "?")]:        # "", "   ", "...", "?"
         raise ValueError("empty sentence")
     longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
