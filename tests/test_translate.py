@@ -81,6 +81,11 @@ def test_normalise_reads_a_typed_sentence_as_the_corpus_writes_it():
     assert normalise("The professor runs.", v)[1] == "professor"
     assert normalise("He doesn't run.", v) == ["he", "does", "not", "run", "."]
     assert normalise("He DIDN’T run!", v) == ["he", "did", "not", "run", "."]
+    w = Vocab(["I", "am", "you", "are", "we", "will", "not", "they", "happy", "go", "."])
+    assert normalise("I'm happy.", w) == ["I", "am", "happy", "."]          # was ["I", "m", ...]
+    assert normalise("You’re happy.", w) == ["you", "are", "happy", "."]
+    assert normalise("We'll go.", w) == normalise("we will go", w)
+    assert normalise("They won't go.", w) == ["they", "will", "not", "go", "."]
     assert normalise("I love China!!", v) == normalise("I love China...", v) == ["I", "love", "China", "."]
     assert normalise("Does he run?!", v)[-2:] == ["run", "?"]
 

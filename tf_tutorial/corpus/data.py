@@ -90,6 +90,9 @@ _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,0
 TITLE_WORDS = {en for en, _ in TITLES}      # Mr, Ms, Dr, Professor: typed "Dr.", the corpus writes "Dr"
 _NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.5, -5
 _NOT = re.compile(r"\b(do|does|did|is|are|was|were)n't\b", re.IGNORECASE)     # doesn't → does not
+_WONT = re.compile(r"\b(w)on't\b", re.IGNORECASE)                                # won't → will not
+_SHORT = re.compile(r"\b(I|you|we|they|he|she)'(m|re|ll)\b", re.IGNORECASE)       # I'm → I am
+_LONG = {"m": "am", "re": "are", "ll": "will"}
 _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
                          r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
@@ -191,7 +194,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     their ASCII forms (。，？！ and full-width digits: Unicode NFKC, plus 。 → . and
     、 → ,); digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
-    "doesn't" becomes "does not" (do, does, did, is, are, was, were); "twenty-two" becomes
+    "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", and "I'm",
+    "you're", "we'll" their long forms (am, are, will: the words the corpus has); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
     one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
@@ -217,6 +221,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
                          "only those are known to the model")
     text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
+    text = _WONT.sub(r"\1ill not", text)
+    text = _SHORT.sub(lambda m: f"{m.group(1)} {_LONG[m.group(2).lower()]}", text)
     text = _TENS_UNITS.sub(r"\1 \2", text)
     words = _corpus_numbers(tokenize_en(_NUMBER.sub(_number_words, text)))
     if not [w for w in words if w not in (",", ".", "?")]:        # "", "   ", "...", "?"
