@@ -281,7 +281,7 @@ class GPT(nn.Module):
 
     def forward(self, tokens: torch.Tensor, cache: GPTCache | None = None,
                 return_weights: bool = False, keep: torch.Tensor | None = None):
-        """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的打分。"""
+        """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的分数。"""
         require_ids(tokens)
         if keep is not None and (keep.dtype != torch.bool
                                  or keep.shape != tokens.shape):
@@ -392,7 +392,7 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
 def sample(logits: torch.Tensor, temperature: float = 1.0,
            top_k: int | None = None, top_p: float | None = None,
            generator: torch.Generator | None = None) -> torch.Tensor:
-    """从打分里抽下一个词元：温度、top-k、top-p 见 :func:`sampling_probs`。
+    """按分数采样下一个词元：温度、top-k、top-p 见 :func:`sampling_probs`。
 
     Draw the next token from logits (..., |V|) → ids (...). ``top_k=1`` is
     greedy decoding (argmax, no random number is drawn), and so is

@@ -189,7 +189,7 @@ class Transformer(nn.Module):
     def decode(self, tgt_in: torch.Tensor, memory: torch.Tensor,
                src_mask: torch.Tensor, cache: DecoderCache | None = None,
                return_weights: bool = False):
-        """由目标前缀和记忆算出每个位置对下一个词元的打分（logits）。
+        """由目标前缀和记忆算出每个位置对下一个词元的分数（logits）。
 
         tgt_in (B, T), memory (B, S, D) → logits (B, T, V).
 

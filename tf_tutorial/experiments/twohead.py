@@ -51,7 +51,7 @@ class FirstLastModel(nn.Module):
                                  nn.Linear(d_model, n_symbols))
 
     def forward(self, tokens: torch.Tensor):
-        """返回首词元和尾词元的打分，以及 ``?`` 处各头的注意力权重。
+        """返回首词元和尾词元的分数，以及 ``?`` 处各头的注意力权重。
 
         Return ``(first_logits (B, V), last_logits (B, V),
         weights (B, H, 1, L+1))``.

@@ -37,7 +37,7 @@ class ReverseModel(nn.Module):
         self.out = nn.Linear(d_model, vocab_size)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        """对每个位置给出词表上的打分（logits）。"""
+        """对每个位置给出词表上的分数（logits）。"""
         return self.out(
             self.encoder(self.positions(self.embed(tokens))))      # (B, L, V)
 

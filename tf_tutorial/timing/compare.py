@@ -254,7 +254,7 @@ class TorchCoreTransformer(nn.Module):
                                    custom_encoder=enc, custom_decoder=dec)
 
     def forward(self, src, tgt_in):
-        """词元 (B, S)、(B, T) → 打分 logits (B, T, V)，接口同本书的模型。"""
+        """词元 (B, S)、(B, T) → 分数 logits (B, T, V)，接口同本书的模型。"""
         pad, T = self.config.pad_id, tgt_in.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool,
                             device=tgt_in.device).triu(1)  # True = blocked
