@@ -77,6 +77,7 @@ def test_normalise_reads_a_typed_sentence_as_the_corpus_writes_it():
                "China", "I", "love", "the", ".", "?"])
     assert normalise("He runs.", v) == ["he", "runs", "."]                 # the pronoun, not the surname
     assert normalise("Mr He runs.", v) == ["Mr", "He", "runs", "."]        # the surname, after a title
+    assert normalise("mr he runs.", v) == ["Mr", "He", "runs", "."]        # typed in lowercase too
     assert normalise("Professor Wang runs.", v)[0] == "Professor"          # a title keeps its capital
     assert normalise("The professor runs.", v)[1] == "professor"
     assert normalise("He doesn't run.", v) == ["he", "does", "not", "run", "."]

@@ -167,15 +167,19 @@ def _corpus_numbers(words: list[str]) -> list[str]:
     return out
 
 
-def _known(word: str, vocab: Vocab, first: bool = False) -> str | None:
+def _known(word: str, vocab: Vocab, first: bool = False, surname: bool = False) -> str | None:
     """The vocabulary's spelling of ``word``: as typed, else lowercase ("The"), else capitalised ("china").
 
     ``first``: the sentence's first word, whose capital says nothing; lowercase comes first there
     ("He runs." is the pronoun he, not the surname He), except for a title ("Professor Wang").
+    ``surname``: the word follows a title, so the capitalised form comes first ("ms long" is
+    Ms Long, not Ms and the adjective long).
     """
     forms = [word, word.lower(), word[:1].upper() + word[1:].lower()]
     if first and word not in TITLE_WORDS:
         forms.insert(0, word.lower())
+    if surname:
+        forms.insert(0, word[:1].upper() + word[1:].lower())
     for form in forms:
         if form in vocab:
             return form
@@ -231,7 +235,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     tokens, i = [], 0
     while i < len(words):
         for n in range(min(longest, len(words) - i), 0, -1):          # the longest match wins
-            form = _known(" ".join(words[i:i + n]), src_vocab, first=i == 0)
+            form = _known(" ".join(words[i:i + n]), src_vocab, first=i == 0,
+                          surname=bool(tokens) and tokens[-1] in TITLE_WORDS)
             if form or n == 1:
                 tokens.append(form or words[i])
                 i += n
