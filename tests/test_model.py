@@ -182,3 +182,23 @@ def test_a_compiled_model_keeps_the_lengths_symbolic():
     # the first shapes, then one graph with symbolic lengths (dynamo's automatic dynamic shapes)
     assert counters["stats"]["unique_graphs"] == 2
     torch._dynamo.reset()
+
+
+def test_a_config_may_be_changed_before_the_model_and_the_model_keeps_its_own():
+    """The configs are plain dataclasses (a reader writes cfg.dropout = 0.0); the models check the
+    config again when they are built and keep a copy, so a later change cannot desynchronise them."""
+    import dataclasses
+
+    from tf_tutorial.gpt import GPT, GPTConfig
+    for make, build, kw in ((TransformerConfig, Transformer, dict(src_vocab_size=20, tgt_vocab_size=21)),
+                            (GPTConfig, GPT, dict(vocab_size=20))):
+        cfg = make(**kw, d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=30)
+        cfg.dropout = 0.0
+        model = build(cfg)
+        assert model.config == cfg and model.config is not cfg and model.config.dropout == 0.0
+        cfg.d_model = 64                                   # afterwards: the model is not touched
+        assert model.config.d_model == 16
+        cfg.d_model, cfg.n_heads = 10, 3
+        with pytest.raises(ValueError, match="^d_model=10 is not divisible by n_heads=3$"):
+            build(cfg)                                     # a bad change is caught when building
+        assert dataclasses.replace(model.config) == model.config

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -47,11 +47,13 @@ ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
 
 
-@dataclass(frozen=True)
+@dataclass
 class GPTConfig:
     """只用解码器的模型的超参数。
 
-    Hyperparameters of a decoder-only model.
+    Hyperparameters of a decoder-only model. A plain dataclass, like
+    :class:`~tf_tutorial.model.TransformerConfig`: :class:`GPT` checks it
+    again and keeps its own copy.
 
     ``norm_first``: True = Pre-LN with a final norm (GPT-2 and later),
     False = Post-LN.
@@ -93,7 +95,7 @@ class GPTConfig:
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
         plain_ints(self, ("pad_id", "eos_id"))
-        if self.eos_id is None and 2 < self.vocab_size:  # frozen dataclass
+        if self.eos_id is None and 2 < self.vocab_size:
             object.__setattr__(self, "eos_id", 2 if self.pad_id != 2 else 0)
         for name in ("pad_id", "eos_id"):
             value = getattr(self, name)
@@ -255,7 +257,7 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         require_config(config, GPTConfig)
-        c = self.config = config
+        c = self.config = replace(config)  # checked again, and our own copy
         self.embed = TokenEmbedding(c.vocab_size, c.d_model)
         position = {"sinusoidal": SinusoidalPositionalEncoding,
                     "learned": LearnedPositionalEncoding,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numbers
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -60,12 +60,14 @@ def check_shape(config, sizes) -> None:
     require_dropout(config.dropout)
 
 
-@dataclass(frozen=True)
+@dataclass
 class TransformerConfig:
     """Transformer 的超参数，默认值就是论文的 base 模型。
 
     The paper's base model by default (d_model 512, 8 heads, 6 + 6 layers,
-    d_ff 2048, dropout 0.1).
+    d_ff 2048, dropout 0.1). A plain dataclass: change a field before building
+    the model if you like; :class:`Transformer` checks the config again and
+    keeps its own copy, so changing it afterwards leaves the model alone.
 
     ``norm_first``: False = Post-LN as in the paper, True = Pre-LN.
     ``dropout``: on each sub-layer's output and on embeddings + positions (the
@@ -160,7 +162,7 @@ class Transformer(nn.Module):
     def __init__(self, config: TransformerConfig):
         super().__init__()
         require_config(config, TransformerConfig)
-        c = self.config = config
+        c = self.config = replace(config)  # checked again, and our own copy
         self.src_embed = TokenEmbedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = (self.src_embed if c.share_embeddings
                           else TokenEmbedding(c.tgt_vocab_size, c.d_model))
