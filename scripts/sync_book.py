@@ -18,6 +18,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from unittest import mock
 
 import jupytext
 import nbformat
@@ -94,16 +95,9 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
 
         # the committed page's own run must bear out every claim about it
         # (tf_tutorial.book.notebook.check_run): strict here, lenient for readers
-        previous = os.environ.get(STRICT)
-        os.environ[STRICT] = "1"          # the kernel inherits it
-        try:
+        with mock.patch.dict(os.environ, {STRICT: "1"}):      # the kernel inherits it
             NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
                            resources={"metadata": {"path": str(md.parent)}}).execute()
-        finally:
-            if previous is None:
-                del os.environ[STRICT]
-            else:
-                os.environ[STRICT] = previous
     elif ipynb.exists():
         old = nbformat.read(ipynb, as_version=4)
         by_source = {c.source: c for c in old.cells if c.cell_type == "code"}

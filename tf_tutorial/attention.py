@@ -75,15 +75,16 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
     # mask per sentence, so it warns
     gap = len(target) - mask.dim()
     if gap > 0 and mask.dim() >= 3 and mask.shape[0] == target[0] > 1:
-        meets = "meets" if mask.shape[0] == target[gap] else "would meet"
+        legal = mask.shape[0] == target[gap]      # B == H: it broadcasts
         why = (f"mask of shape {tuple(mask.shape)} against scores of shape "
                f"{tuple(target)}: broadcasting lines shapes up from the right, "
-               f"so the mask's first dimension ({mask.shape[0]}) {meets} "
+               f"so the mask's first dimension ({mask.shape[0]}) "
+               f"{'meets' if legal else 'would meet'} "
                f"dimension {gap} of the scores (the heads), not the batch. A "
                f"mask per sentence needs the head dimension: mask[:, None] "
                f"has shape {(mask.shape[0], 1, *mask.shape[1:])}; a mask per "
                f"head takes a leading 1, mask[None]")
-        if meets == "would meet":
+        if not legal:
             raise ValueError(why)
         warnings.warn(why, UserWarning, stacklevel=4)  # the caller's line
     if broadcast_shape(mask.shape, target) != tuple(target):

@@ -13,8 +13,8 @@ from torch import nn
 from tf_tutorial._checks import require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
-from tf_tutorial.residual import (SublayerConnection, layer_settings,
-                                  stack_from_layer, stack_norm)
+from tf_tutorial.residual import (SublayerConnection, given_settings,
+                                  norm_after, stack_from_layer)
 
 
 class EncoderLayer(nn.Module):
@@ -79,18 +79,18 @@ class Encoder(nn.Module):
                  activation: str | None = None, eps: float | None = None,
                  final_norm: bool | None = None):
         super().__init__()
-        given = dict(dropout=dropout, norm_first=norm_first,
-                     activation=activation, eps=eps)   # None: not given
+        given = given_settings(dropout=dropout, norm_first=norm_first,
+                               activation=activation, eps=eps)
         if isinstance(d_model, nn.Module):           # Encoder(layer, N)
             self.layers, self.norm = stack_from_layer(
                 EncoderLayer, d_model, n_heads, d_ff, n_layers, final_norm,
                 given)
             return
         require_sizes(n_layers=n_layers)
-        s = layer_settings(**given)  # dropout 0.1, Post-LN, ReLU, eps 1e-5
-        self.layers = nn.ModuleList(
-            EncoderLayer(d_model, n_heads, d_ff, **s) for _ in range(n_layers))
-        self.norm = stack_norm(d_model, s["norm_first"], final_norm, s["eps"])
+        self.layers = nn.ModuleList(   # not given: EncoderLayer's defaults
+            EncoderLayer(d_model, n_heads, d_ff, **given)
+            for _ in range(n_layers))
+        self.norm = norm_after(self.layers[0], final_norm)
 
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -82,6 +82,9 @@ def bleu_signature() -> str:
     return str(metric.get_signature())
 
 
+_ZH = TokenizerZh()
+
+
 def zh_tokens(text: str) -> list[str]:
     """按 sacrebleu 的 "zh" 切分：每个汉字一个词元，连续的字母、数字算一个。
 
@@ -91,9 +94,6 @@ def zh_tokens(text: str) -> list[str]:
     token ("305", "China"), and ``<unk>`` becomes ``<``, ``unk``, ``>``.
     """
     return _ZH(text.replace(" ", "")).split()
-
-
-_ZH = TokenizerZh()
 
 
 def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:

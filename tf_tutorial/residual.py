@@ -15,6 +15,7 @@ from torch import nn
 
 from tf_tutorial._checks import (require_dropout, require_flags, require_sizes,
                                 require_tensors)
+from tf_tutorial.ffn import ACTIVATIONS
 from tf_tutorial.norm import LayerNorm
 
 
@@ -73,25 +74,20 @@ def stack_norm(d_model: int, norm_first: bool, enabled: bool | None = None,
     return LayerNorm(d_model, eps) if use else nn.Identity()
 
 
-LAYER_DEFAULTS = dict(dropout=0.1, norm_first=False, activation="relu",
-                      eps=1e-5)
-"""What a stack built from sizes gives each layer when the caller says nothing."""
+def given_settings(**settings) -> dict:
+    """栈的调用者明确给出的每层设置（None 表示没给，用层自己的默认值）。
 
-
-def layer_settings(**given) -> dict:
-    """栈的每层设置：没给的（None）换成默认值。
-
-    The stacks' per-layer settings, each None replaced by its default.
+    The per-layer settings a stack's caller gave: those that are not None.
+    The rest take the layer class's own defaults, written in one place.
     """
-    return {k: LAYER_DEFAULTS[k] if v is None else v for k, v in given.items()}
+    return {k: v for k, v in settings.items() if v is not None}
 
 
-def _own_settings(layer: nn.Module) -> dict:
+def layer_settings(layer: nn.Module) -> dict:
     """一个层构造时用的 dropout、norm_first、activation 和 eps。
 
     The dropout, norm_first, activation and eps a layer was built with.
     """
-    from tf_tutorial.ffn import ACTIVATIONS
     block = layer.ffn_block
     names = {fn: name for name, fn in ACTIVATIONS.items()}
     return dict(dropout=block.dropout.p, norm_first=block.norm_first,
@@ -110,7 +106,7 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
     one, chapter 6). N comes second (the slot of ``n_heads``) or as
     ``n_layers=``; the other sizes belong to the layer, so none may be given
     with it. ``given`` holds the caller's dropout, norm_first, activation and
-    eps (None = not given): these too come from the layer, so a value that
+    eps (as :func:`given_settings` keeps them): these too come from the layer, so a value that
     differs from the layer's is refused rather than silently ignored.
     """
     if not isinstance(layer, kind):
@@ -127,9 +123,8 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
                         f"n_layers) takes no other size, but also got "
                         + ", ".join(f"{k}={v}" for k, v in extra.items()))
     require_sizes(n_layers=n_layers)
-    own = _own_settings(layer)
-    clash = [(k, v) for k, v in (given or {}).items()
-             if v is not None and v != own[k]]
+    own = layer_settings(layer)
+    clash = [(k, v) for k, v in (given or {}).items() if v != own[k]]
     if clash:
         stack = kind.__name__.replace("Layer", "")
         raise ValueError(
@@ -138,7 +133,16 @@ def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
             + ", but also got " + ", ".join(f"{k}={v!r}" for k, v in clash)
             + f": build the layer with those settings, or the {stack} "
             "from sizes")
-    norm = layer.ffn_block.norm   # every layer ends in its FFN's connection
     return (nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers)),
-            stack_norm(norm.d_model, layer.ffn_block.norm_first,
-                       final_norm or False, norm.eps).to(norm.weight))
+            norm_after(layer, final_norm or False))
+
+
+def norm_after(layer: nn.Module, enabled: bool | None = None) -> nn.Module:
+    """一摞 ``layer`` 这样的层之后的归一化（:func:`stack_norm`），宽度、放法和 ε 取自这个层。
+
+    :func:`stack_norm` for a stack of layers like ``layer``: its width,
+    placement (``norm_first``) and ε, on its dtype and device.
+    """
+    norm = layer.ffn_block.norm   # every layer ends in its FFN's connection
+    return stack_norm(norm.d_model, layer.ffn_block.norm_first, enabled,
+                      norm.eps).to(norm.weight)

@@ -172,7 +172,7 @@ def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig,
 
 def pick_device(name: str = "auto") -> torch.device:
     """选择训练设备：``auto`` 时有 GPU 就用 GPU，否则用 CPU。"""
-    if isinstance(name, str) and name == "auto":
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     try:
         dev = torch.device(name)

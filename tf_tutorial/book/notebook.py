@@ -6,6 +6,7 @@ and Colab.
 from __future__ import annotations
 
 import math
+import os
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -86,8 +87,6 @@ def check_run(claim: bool, message: str, note: str | None = None) -> None:
     Like :func:`check` it returns nothing, so a cell that ends with it shows
     nothing more.
     """
-    import os
-
     try:
         check(claim, message)
     except AssertionError:

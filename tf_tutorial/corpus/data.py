@@ -89,10 +89,12 @@ def tokenize_en(text: str) -> list[str]:
 _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,000 one number; 1,2 two; w3 none
 TITLE_WORDS = {en for en, _ in TITLES}      # Mr, Ms, Dr, Professor: typed "Dr.", the corpus writes "Dr"
 _NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.5, -5
-_NOT = re.compile(r"\b(do|does|did|is|are|was|were)n't\b", re.IGNORECASE)     # doesn't → does not
-_WONT = re.compile(r"\b(w)on't\b", re.IGNORECASE)                                # won't → will not
-_SHORT = re.compile(r"\b(I|you|we|they|he|she)'(m|re|ll)\b", re.IGNORECASE)       # I'm → I am
-_LONG = {"m": "am", "re": "are", "ll": "will"}
+_CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
+    (r"\b(do|does|did|is|are|was|were)n't\b", r"\1 not"),                # doesn't → does not
+    (r"\b(w)on't\b", r"\1ill not"),                                       # won't → will not
+    (r"\b(I)'m\b", r"\1 am"),                                             # I'm → I am
+    (r"\b(you|we|they)'re\b", r"\1 are"),                                 # they're → they are
+    (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"))]                      # we'll → we will
 _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
                          r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
@@ -224,9 +226,9 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
                          "only those are known to the model")
-    text = _NOT.sub(r"\1 not", text.replace("!", ".").replace("\u2019", "'"))
-    text = _WONT.sub(r"\1ill not", text)
-    text = _SHORT.sub(lambda m: f"{m.group(1)} {_LONG[m.group(2).lower()]}", text)
+    text = text.replace("!", ".").replace("\u2019", "'")
+    for short, long in _CONTRACTIONS:
+        text = short.sub(long, text)
     text = _TENS_UNITS.sub(r"\1 \2", text)
     words = _corpus_numbers(tokenize_en(_NUMBER.sub(_number_words, text)))
     if not [w for w in words if w not in (",", ".", "?")]:        # "", "   ", "...", "?"
