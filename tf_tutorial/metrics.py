@@ -17,12 +17,11 @@ from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
 
 from tf_tutorial._checks import require_counts
 from tf_tutorial.corpus.data import encode_pairs, pad
+from tf_tutorial.corpus.grammar import ONES, TENS
 from tf_tutorial.decode import beam_search, greedy_decode
 
-NUMBER_WORDS = {"hundred", "thousand", "million"} | set(
-    "two three four five six seven eight nine ten eleven twelve thirteen "
-    "fourteen fifteen sixteen seventeen eighteen nineteen twenty thirty forty "
-    "fifty sixty seventy eighty ninety".split())
+# the grammar's number words from two up; a lone "one" counts with the articles below
+NUMBER_WORDS = set(ONES[2:]) | set(TENS[2:]) | {"hundred", "thousand", "million"}
 TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at",
               "in", "on", "tonight"}
 
