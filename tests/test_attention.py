@@ -276,3 +276,11 @@ def test_a_mask_per_sentence_must_name_the_heads_dimension():
     # a mask shared by every sentence still broadcasts: (T, S) and (1, T, S)
     for shared in (causal_mask(4), causal_mask(4)[None]):
         scaled_dot_product_attention(q, q, q, shared)
+
+
+def test_causal_mask_refuses_a_second_length_in_the_place_of_device():
+    # causal_mask(3, 5) read 5 as a device and failed deep inside torch
+    with pytest.raises(TypeError, match=r"device must be .* but got 5; .*causal_mask\(S\)\[S - T:\]"):
+        causal_mask(3, 5)
+    assert causal_mask(3, "cpu").device.type == "cpu"
+    assert causal_mask(3, torch.device("cpu")).shape == (3, 3)

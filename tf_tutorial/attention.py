@@ -161,8 +161,14 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
     """因果掩码：位置 i 只能看位置 j ≤ i（对角线及其下方为 True）。
 
     (L, L) boolean, True on and below the diagonal: position i may attend to
-    j <= i.
+    j <= i. For T new queries after S - T cached keys, the (T, S) mask is
+    ``causal_mask(S)[S - T:]``.
     """
+    if device is not None and not isinstance(device, (str, torch.device)):
+        raise TypeError(                    # causal_mask(3, 5) is not (3, 5)
+            f"device must be a torch.device or a name such as 'cpu', but got "
+            f"{device!r}; causal_mask takes one length, and the (T, S) mask "
+            f"for T queries after S - T cached keys is causal_mask(S)[S - T:]")
     if torch.compiler.is_compiling():       # a compiled length stays
         n = length                          # symbolic: no graph per value
     else:
