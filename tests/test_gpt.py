@@ -874,3 +874,11 @@ def test_a_bad_keep_mask_or_cache_is_refused_by_name():
         m(tokens, cache=GPT(GPTConfig(**{**SMALL, "n_layers": 5})).new_cache())
     keep = torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 1]], dtype=torch.bool)
     torch.testing.assert_close(m(tokens, keep=keep), m(tokens)[keep])   # and a good one picks the rows
+
+
+def test_generate_names_a_model_that_is_not_a_gpt():
+    # a plain module failed inside torch's __getattr__ ('Linear' object has no attribute 'config')
+    prompt = torch.ones(1, 2, dtype=torch.long)
+    with pytest.raises(TypeError, match="model: expected a tf_tutorial.gpt.GPT, but got Linear"):
+        generate(nn.Linear(2, 2), prompt, 3)
+    assert generate(_model(), prompt, 3).shape == (1, 5)

@@ -109,3 +109,25 @@ def test_eps_is_used_on_both_paths(fused):
     x = torch.randn(3, 8, dtype=torch.float64) * 0.3      # variance near eps: eps matters
     ours = LayerNorm(8, eps=0.5, fused=fused).double()
     torch.testing.assert_close(ours(x), nn.LayerNorm(8, eps=0.5).double()(x))
+
+
+def test_fused_and_written_out_paths_agree_on_a_wider_input():
+    # F.layer_norm refused float64 x with float32 weights ("mixed dtype"),
+    # while the written-out path promoted: the two paths now agree
+    x = torch.randn(3, 8, dtype=torch.float64)
+    fused, formula = LayerNorm(8), LayerNorm(8, fused=False)
+    with torch.no_grad():
+        for ln in (fused, formula):
+            ln.weight.uniform_(0.5, 1.5)
+            ln.bias.uniform_(-1, 1)
+        formula.load_state_dict(fused.state_dict())
+    got, want = fused(x), formula(x)
+    assert got.dtype == want.dtype == torch.float64
+    torch.testing.assert_close(got, want, atol=1e-12, rtol=0)
+    narrow = LayerNorm(8).double()                       # float32 x, float64 γ, β
+    assert narrow(x.float()).dtype == torch.float32
+
+
+def test_layer_norm_fused_must_be_a_bool():
+    with pytest.raises(TypeError, match="fused must be True or False, but got 'no'"):
+        LayerNorm(8, fused="no")

@@ -249,3 +249,12 @@ def test_integer_vectors_are_refused_not_truncated():
     """float32 inside, then back to x's dtype: an int64 x came back as rounded garbage."""
     with pytest.raises(ValueError, match="^rotate: x must be floating point, but got dtype torch.int64"):
         rotate(torch.tensor([[3, 4], [3, 4]]), [0, 1])
+
+
+def test_a_single_vector_is_told_it_has_no_row_dimension():
+    # the message said "(L=none) ... a shape broadcastable to ()"
+    with pytest.raises(ValueError, match=r"x has no L dimension: give it as \(\.\.\., L, d_k\), e\.g\. x\[None\]"):
+        rotate(torch.randn(4), [0])
+    with pytest.raises(ValueError, match=r"one position per row \(L=3\), a shape broadcastable to \(3,\)"):
+        rotate(torch.randn(3, 4), [0, 1])
+    assert rotate(torch.randn(4)[None], [0]).shape == (1, 4)

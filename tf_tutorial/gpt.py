@@ -328,6 +328,14 @@ class GPT(nn.Module):
 
 # --- sampling -----------------------------------------------------------------
 
+def _require_gpt(model) -> None:
+    """``model`` must be a :class:`GPT` (or a compiled one, which passes its
+    ``config`` on): an encoder–decoder or a plain module gets a TypeError."""
+    if not isinstance(getattr(model, "config", None), GPTConfig):
+        raise TypeError(f"model: expected a tf_tutorial.gpt.GPT, but got "
+                        f"{type(model).__name__}")
+
+
 def _check_sampling(temperature, top_k, top_p, logits=None,
                     generator=None) -> None:
     if generator is not None and not isinstance(generator, torch.Generator):
@@ -479,6 +487,7 @@ def generate(model: GPT, prompt: torch.Tensor, max_new_tokens: int,
         prompt, one that does not fit in ``max_len`` with the new tokens, or
         ``lengths`` that are not B integers in [1, L].
     """
+    _require_gpt(model)
     _check_sampling(temperature, top_k, top_p, generator=generator)
     if eos_id is not None:
         require_token_id(eos_id=eos_id)

@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_eps, require_sizes, require_width
+from tf_tutorial._checks import (require_eps, require_flags, require_sizes,
+                                 require_width)
 
 
 class LayerNorm(nn.Module):
@@ -42,6 +43,7 @@ class LayerNorm(nn.Module):
         super().__init__()
         require_sizes(d_model=d_model)
         require_eps(eps)
+        require_flags(fused=fused)
         self.d_model, self.eps, self.fused = d_model, eps, fused
         self.weight = nn.Parameter(torch.ones(d_model))   # γ
         self.bias = nn.Parameter(torch.zeros(d_model))    # β
@@ -49,13 +51,28 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """对最后一维做层归一化；``fused=False`` 时按公式一步步算。"""
         require_width(x, self.d_model)
-        if self.fused:
-            return F.layer_norm(x, (self.d_model,), self.weight, self.bias,
-                                self.eps)
+        if self.fused:   # F.layer_norm, in the dtype the lines below use
+            return _fused_layer_norm(x, self.weight, self.bias, self.eps)
         mu = x.mean(dim=-1, keepdim=True)                     # (..., 1)
         var = (x - mu).pow(2).mean(dim=-1, keepdim=True)      # (..., 1), biased
         out = (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
         return out.to(x.dtype)  # as F.layer_norm: float32 γ, β do not promote
+
+
+def _fused_layer_norm(x, weight, bias, eps):
+    """``F.layer_norm`` over the last dimension, in the dtype the written-out
+    path computes in.
+
+    F.layer_norm refuses float64 x with float32 γ and β ("mixed dtype"), where
+    the formula promotes to float64; both then return x's dtype. Under
+    autocast, F.layer_norm picks its float32 itself.
+    """
+    D = weight.shape
+    if x.dtype == weight.dtype or torch.is_autocast_enabled(x.device.type):
+        return F.layer_norm(x, D, weight, bias, eps)
+    work = torch.promote_types(x.dtype, weight.dtype)
+    return F.layer_norm(x.to(work), D, weight.to(work), bias.to(work),
+                        eps).to(x.dtype)
 
 
 def layer_norm_common_slip(x: torch.Tensor, eps: float = 1e-6) -> torch.Tensor:

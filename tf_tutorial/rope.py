@@ -151,10 +151,12 @@ def rotate(x: torch.Tensor, positions, base: float = 10000.0) -> torch.Tensor:
         length = pos.shape[-1] if pos.dim() else "a scalar"
         raise ValueError(f"rotate: positions of shape {given}{read_as} "
                          f"(length {length}) do not match "
-                         f"x of shape {tuple(x.shape)} "
-                         f"(L={x.shape[-2] if x.dim() > 1 else 'none'}); "
-                         "expected one position per row, a shape "
-                         f"broadcastable to {tuple(rows)}")
+                         f"x of shape {tuple(x.shape)}; " + (
+                             f"expected one position per row (L="
+                             f"{x.shape[-2]}), a shape broadcastable to "
+                             f"{rows}" if x.dim() > 1 else
+                             "x has no L dimension: give it as (..., L, "
+                             "d_k), e.g. x[None] for one row"))
     angles = rope_angles(pos, x.shape[-1], base,
                          dtype=torch.float64)           # (..., L, d_k/2)
     return _rotate_pairs(x, angles.cos(), angles.sin())
