@@ -131,3 +131,11 @@ def test_every_way_of_writing_relu_converts(relu):
     ref = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True, activation=relu).double().eval()
     x = torch.randn(2, 3, 8, dtype=torch.float64)
     torch.testing.assert_close(from_torch(ref)(x), ref(x))
+
+
+def test_a_layer_norm_without_weights_takes_float64_inputs_as_torchs_does():
+    ref = nn.LayerNorm(8, elementwise_affine=False)
+    x = torch.randn(3, 8, dtype=torch.float64)
+    got = from_torch(ref)(x)
+    assert got.dtype == torch.float64
+    torch.testing.assert_close(got, ref(x), atol=1e-12, rtol=0)

@@ -37,8 +37,8 @@ def from_torch(module: nn.Module) -> nn.Module:
     weights (``elementwise_affine=False``), becomes ours with biases of 0 and
     weights of 1 that do not train (``requires_grad=False``): our layers always
     have them, and so it computes, and trains, as the torch module does. Such
-    a LayerNorm then holds float32 parameters where torch's held none, so for
-    float64 inputs call ``.double()`` on it, as for any module with weights.
+    a LayerNorm holds float32 parameters where torch's held none; a float64
+    input is still normalised in float64, as by the torch module.
 
     PyTorch's ``nn.TransformerEncoder`` in eval mode without autograd may take
     its nested-tensor fast path, which writes zeros at padded positions; ours
