@@ -153,3 +153,13 @@ def test_the_label_shortens_the_cpus_model_name_to_fit_a_line():
     assert _short_cpu_name("Intel(R) Core(TM) i7-10700 CPU @ 2.90GHz") == "Intel Core i7-10700"
     assert _short_cpu_name("AMD EPYC 7B13 64-Core Processor") == "AMD EPYC 7B13 64-Core"
     assert _short_cpu_name("AMD EPYC") == "AMD EPYC" and _short_cpu_name("Processor") == "Processor"
+
+
+def test_a_gpu_record_names_the_cudnn_version(monkeypatch):
+    # chapter 10's cuDNN-attention question needs it; the first H200 record lacked it
+    from types import SimpleNamespace
+    props = SimpleNamespace(name="NVIDIA H200", total_memory=140 * 2**30, major=9, minor=0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda dev: props)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 91500)
+    m = describe_machine("cuda")
+    assert (m["cudnn"], m["capability"], m["slug"]) == (91500, "9.0", "gpu-nvidia-h200")

@@ -116,6 +116,11 @@ GPU_SECONDS = 290.0
 """The ``gpu`` configuration's training time on one GPU (under 5 minutes):
 chapter 10 trains it this long, and ``scripts/gpu_run.py`` by default."""
 
+GPU_TARGET = 0.99
+"""The ``gpu`` configuration's target: this greedy exact match on the test
+split within :data:`GPU_SECONDS` of training (chapter 10 reads the GPU
+record against it)."""
+
 
 def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """论文的学习率日程：先线性预热，再按步数的平方根倒数衰减。
@@ -436,10 +441,12 @@ def varying_shapes():
     Turn PyTorch's cuDNN attention backend off for the duration (unless
     :data:`CUDNN_ATTENTION` is True), then restore the setting.
 
-    PyTorch built with a cuDNN newer than 9.15 (torch 2.11+cu130, say) tries
-    cuDNN first for ``F.scaled_dot_product_attention`` on Hopper GPUs (sm90),
-    and cuDNN builds an execution plan for every new (batch, heads, lengths)
-    shape, forward and backward, and caches it. Batches grouped by length come
+    Recent PyTorch builds with a new enough cuDNN try cuDNN first for
+    ``F.scaled_dot_product_attention`` on Hopper GPUs (sm90; the source's
+    ``check_prefer_cudnn_attention``; whether the first record's torch 2.11
+    did is not checked, as that record lacks the cuDNN version), and cuDNN
+    builds an execution plan for every new (batch, heads, lengths) shape,
+    forward and backward, and caches it. Batches grouped by length come
     in many shapes, so early in training most of them are new. The first H200
     record (book/records/gpu.json) trained at 5.5 steps/s, while a model of the
     same size (Pre-LN instead of Post-LN) a minute later in the same process,

@@ -12,6 +12,8 @@ import json
 import math
 from pathlib import Path
 
+from tf_tutorial.train import GPU_TARGET
+
 
 def records_folder() -> Path:
     """记录所在的文件夹：在 ``book/`` 里运行（各章）时是 ``records/``，否则是 ``book/records/``。"""
@@ -121,7 +123,7 @@ def load_benchmarks(folder=None) -> dict[str, dict]:
 
 
 def progress_within(during: list[dict], seconds: float | None = None,
-                    target: float = 0.99) -> dict | None:
+                    target: float = GPU_TARGET) -> dict | None:
     """训练中逐次评分的记录（``test_during_training``）到第 ``seconds`` 秒为止：最好的一次，第一次达到 ``target`` 的一次。
 
     ``during`` holds ``{step, train_seconds, exact_match, bleu}`` per evaluation, as

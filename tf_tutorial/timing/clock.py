@@ -151,7 +151,7 @@ def describe_machine(device: str | torch.device | None = None) -> dict:
     """测量所在的机器：名称、一行标签、文件名用的简称、torch 和 Python 版本、线程数、日期。
 
     ``device``: the device the measurement runs on (default: CUDA when available). A GPU adds
-    its memory, CUDA version and compute capability. ``slug`` names the machine in a record's
+    its memory, CUDA and cuDNN versions and compute capability. ``slug`` names the machine in a record's
     file name: ``cpu-<model>-<n>core`` or ``gpu-<name>``.
     """
     dev = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
@@ -162,7 +162,8 @@ def describe_machine(device: str | torch.device | None = None) -> dict:
     if dev.type == "cuda":
         p = torch.cuda.get_device_properties(dev)
         info.update(name=p.name, memory_gb=round(p.total_memory / 2**30, 1),
-                    cuda=torch.version.cuda, capability=f"{p.major}.{p.minor}",
+                    cuda=torch.version.cuda, cudnn=torch.backends.cudnn.version(),
+                    capability=f"{p.major}.{p.minor}",
                     slug=f"gpu-{_slug(p.name)}",
                     label=f"GPU {p.name}，torch {torch.__version__}")
     else:
