@@ -89,7 +89,7 @@ def test_without_a_record_the_scores_and_the_cost_count_come_from_this_run(secti
         again = ns["evaluate"](model, ns["corpus"].test, ns["src_vocab"], ns["tgt_vocab"])
         assert again["hyps"] == scored["hyps"]             # the translations of that model
     assert ns["ed_ev"]["test"]["hyps"] != ns["ed_at_same"]["hyps"]   # two models, told apart
-    assert section["T_ed"] == section["T_gpt"] == section["T"]
+    assert section["T_ed"] == section["T_gpt"] == section["T1"]
     # the decoder-only model reads the prompt in all 5 layers, the encoder-decoder in 2
     assert section["attn_gpt"] > section["attn_ed"]
     # the three-seed verdict needs the records: without them it is left out, the one-run gap is not

@@ -882,3 +882,18 @@ def test_generate_names_a_model_that_is_not_a_gpt():
     with pytest.raises(TypeError, match="model: expected a tf_tutorial.gpt.GPT, but got Linear"):
         generate(nn.Linear(2, 2), prompt, 3)
     assert generate(_model(), prompt, 3).shape == (1, 5)
+
+
+def test_translate_continuation_samples_when_given_only_a_temperature_or_a_top_p():
+    # temperature=0.5 alone used to be decoded greedily: the default top_k=1 won
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id)).double().eval()
+    greedy = translate_continuation(model, vocab, pairs)
+    assert greedy == translate_continuation(model, vocab, pairs, top_k=1)
+    g = lambda: torch.Generator().manual_seed(1)                                  # noqa: E731
+    for kw in (dict(temperature=3.0), dict(top_p=0.99)):
+        assert translate_continuation(model, vocab, pairs, generator=g(), **kw) != greedy, kw
+    assert translate_continuation(model, vocab, pairs, temperature=0) == greedy

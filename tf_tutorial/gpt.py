@@ -723,7 +723,8 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
 
 @torch.no_grad()
 def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
-                           temperature: float = 1.0, top_k: int | None = 1,
+                           temperature: float | None = None,
+                           top_k: int | None = None,
                            top_p: float | None = None,
                            generator: torch.Generator | None = None
                            ) -> list[str]:
@@ -735,10 +736,16 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
     passed with their ``lengths``. An output may have as many tokens as its
     own reference plus ``extra`` (as long as the longest prompt still fits
     in ``max_len`` with them): a limit of its own, so with greedy decoding a
-    sentence gets the same output alone or among others. The
-    default ``top_k=1`` is greedy; ``temperature``, ``top_k``, ``top_p`` and
-    ``generator`` are passed on to :func:`sample`.
+    sentence gets the same output alone or among others.
+
+    Greedy unless one of ``temperature``, ``top_k``, ``top_p`` is given: then
+    they (``temperature`` 1.0 if left out) and ``generator`` go to
+    :func:`sample`. So ``temperature=0.5`` alone samples; it used to be
+    decoded greedily by a default ``top_k=1``.
     """
+    if temperature is None and top_k is None and top_p is None:
+        top_k = 1                                      # nothing asked: greedy
+    temperature = 1.0 if temperature is None else temperature
     require_counts(extra=extra)
     if not pairs:
         return []
