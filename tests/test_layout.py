@@ -55,3 +55,15 @@ def test_every_top_level_module_is_reachable_from_the_package_itself():
         assert str(error) == "module 'tf_tutorial' has no attribute 'not_a_chapter'"
     else:
         raise AssertionError("a missing name must raise AttributeError")
+
+
+def test_a_python_without_torch_is_told_to_use_the_venv():
+    # the system Python gave a bare "No module named 'torch'" from deep in an import
+    import subprocess
+    import sys
+    code = f"import sys; sys.path.insert(0, {str(ROOT)!r}); import tf_tutorial"
+    r = subprocess.run([sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.strip().splitlines()[-1] == (
+        "ModuleNotFoundError: tf_tutorial needs PyTorch, which this Python does not have: use the environment "
+        "the README creates (.venv/bin/python, or run 'source .venv/bin/activate' first)")

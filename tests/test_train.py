@@ -208,6 +208,8 @@ def test_train_refuses_a_bad_out_dir_before_the_first_step(corpus, tmp_path, mon
     afile.write_text("")
     with pytest.raises(ValueError, match=f"^out_dir={re.escape(str(afile))}: not a directory$"):
         train(TINY, out_dir=afile, corpus=corpus, progress=False, max_steps=2)
+    with pytest.raises(ValueError, match="^out_dir='': expected a directory, but got an empty path$"):
+        train(TINY, out_dir="", corpus=corpus, progress=False, max_steps=2)      # was the cwd
     with pytest.raises(ValueError,
                        match=f"^out_dir={re.escape(str(afile / 'sub'))}: directory is not writable"):
         train(TINY, out_dir=afile / "sub", corpus=corpus, progress=False, max_steps=2)
@@ -256,6 +258,8 @@ def _cli(*args, cwd=None):
     (["--max-seconds", "0"], "--max-seconds must be positive, but got 0.0"),
     (["--max-seconds", "nan"], "--max-seconds must be positive, but got nan"),   # nan <= 0 is False
     (["--steps", "0"], "--steps must be a positive integer, but got 0"),
+    (["--out", ""], "argument --out: expected a path, but got an empty string"),    # was the cwd
+    (["--resume", " "], "argument --resume: expected a path, but got an empty string"),
 ])
 def test_cli_user_errors_are_one_line_exit_2(args, message, capsys):
     from tf_tutorial.train import main
@@ -303,6 +307,7 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["steps"] == 5 and summary["config"] == "tiny" and 0 <= summary["test_exact_match"] <= 1
     assert summary["precision"] == "fp32"                      # what the run used, recorded
+    assert summary["planned_steps"] == 5                       # a time budget would show as fewer steps
     assert json.loads((tmp_path / "results.json").read_text()) == summary
     r = _cli("--resume", str(tmp_path), "--steps", "6", "--no-progress")    # the run's folder
     assert r.returncode == 0, r.stderr

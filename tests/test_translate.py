@@ -115,6 +115,18 @@ def test_normalise_reads_full_width_punctuation_and_digits(t):
     assert normalise("I bought 305，000 books.", v) == BOOKS
 
 
+def test_quotes_and_brackets_go_and_other_marks_stand_alone(t):
+    """“China，” and China； were unknown words: the quote or the mark stuck to the word."""
+    v = t.src_vocab
+    assert normalise("“The dog bites the man。”", v) == DOG
+    assert normalise("「The dog bites the man.」", v) == DOG
+    assert normalise("‘The dog bites the man’", v) == DOG
+    assert normalise("(The dog) bites the man.", v) == DOG
+    assert normalise("The dog bites the man；", v) == DOG[:-1] + [";", "."]     # ; is unknown, man is not
+    assert normalise("the man——the dog", v)[:4] == ["the", "man", "—", "—"]
+    assert normalise("Tom's dog", Vocab(["Tom", "'s", "dog", "."])) == ["Tom", "'s", "dog", "."]
+
+
 def test_typed_number_words_are_written_as_the_corpus_writes_them(t):
     """The corpus writes "one thousand one" and "three hundred and five": a reader who types "one
     thousand and one" or "a hundred" gave the model forms it never saw in training."""
@@ -129,7 +141,7 @@ def test_typed_number_words_are_written_as_the_corpus_writes_them(t):
     assert normalise("I saw a dog.", w) == ["I", "saw", "a", "dog", "."]                 # an article stays
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\t", "'", ".", "!", "...", ",", "？", "。", ", ."])
+@pytest.mark.parametrize("text", ["", "   ", "\t", "'", ".", "!", "...", ",", "？", "。", ", .", "；", "“”", "(—)"])
 def test_normalise_empty(t, text):
     with pytest.raises(ValueError, match="^empty sentence$"):
         normalise(text, t.src_vocab)
@@ -271,6 +283,17 @@ def test_cli_stdin_all_good_exits_0(ckpt, t, capsys, monkeypatch):
     code, out, err = run_main([ckpt, "--tokens"], capsys, "The dog bites the man.\nthe dog runs", monkeypatch)
     assert (code, err) == (0, "")
     assert out == t("The dog bites the man.", tokens=True) + "\n" + t("the dog runs", tokens=True) + "\n"
+
+
+def test_cli_at_a_terminal_says_what_it_waits_for(ckpt, t, capsys, monkeypatch):
+    # with no sentence it read the terminal silently, which looked like a hang
+    class Typed(io.StringIO):
+        def isatty(self):
+            return True
+    monkeypatch.setattr(sys, "stdin", Typed("The dog bites the man.\n"))
+    code, out, err = run_main([ckpt], capsys)
+    assert (code, out) == (0, t("The dog bites the man.") + "\n")
+    assert err == "Type one English sentence per line; Ctrl-D ends.\n"
 
 
 @pytest.mark.parametrize("argv, message", [

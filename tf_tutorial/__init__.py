@@ -28,8 +28,15 @@
 书里看到的就是被测试过的那一份。
 """
 import importlib
+import importlib.util
 
-from tf_tutorial.book.source import show
+if importlib.util.find_spec("torch") is None:   # e.g. the system Python
+    raise ModuleNotFoundError(
+        "tf_tutorial needs PyTorch, which this Python does not have: use the "
+        "environment the README creates (.venv/bin/python, or run "
+        "'source .venv/bin/activate' first)", name="torch")
+
+from tf_tutorial.book.source import show  # noqa: E402
 
 __version__ = "0.1.0"
 __all__ = ["show", "__version__"]

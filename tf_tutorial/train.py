@@ -244,6 +244,9 @@ def prepare_out_dir(out_dir, name: str = "out_dir=") -> Path:
     there, before any training time is spent; otherwise raise a ValueError
     that names ``name`` and the path.
     """
+    if not str(out_dir).strip():           # Path("") would be the cwd
+        raise ValueError(f"{name}{out_dir!r}: expected a directory, "
+                         "but got an empty path")
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{name}{out}: not a directory")
@@ -682,11 +685,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--config", choices=sorted(CONFIGS), default=None,
                    help="preset (default: gpu when CUDA is available, else "
                         "cpu; with --resume, the checkpoint's)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=_path, default=None,
                    help="directory for checkpoint.pt and results.json "
                         "(created if missing; with --resume, the "
                         "checkpoint's own directory by default)")
-    p.add_argument("--resume", type=Path, default=None,
+    p.add_argument("--resume", type=_path, default=None,
                    help="checkpoint to continue from, up to its total --steps "
                         "(or a larger --steps)")
     p.add_argument("--overwrite", action="store_true",
@@ -712,6 +715,14 @@ def _parser() -> argparse.ArgumentParser:
                    help="beam size for the test-set evaluation (1 = greedy)")
     p.add_argument("--no-progress", action="store_true")
     return p
+
+
+def _path(text: str) -> Path:
+    """An argparse type: a path, never empty ("" would mean the cwd)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a path, but got an empty "
+                                         "string")
+    return Path(text)
 
 
 def _prepare_out(parser, out: Path) -> Path | None:
@@ -816,6 +827,7 @@ def main(argv=None) -> int:
                    "precision": {None: "fp32", torch.bfloat16: "bf16",
                                  torch.float16: "fp16"}[amp],
                    "steps": (result.history["step"] or [0])[-1],
+                   "planned_steps": cfg.steps,   # more: the time ran out
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
                    "test_exact_match": round(test["exact_match"], 4),

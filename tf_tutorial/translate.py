@@ -227,6 +227,9 @@ def main(argv=None) -> int:
     status, lines = 0, enumerate(sys.stdin, 1)
     # typed lines are answered at once; piped ones batched
     block = 1 if sys.stdin.isatty() else 256
+    if block == 1:                         # a terminal waiting looks like a hang
+        print("Type one English sentence per line; Ctrl-D ends.",
+              file=sys.stderr)
     while chunk := list(itertools.islice(lines, block)):
         rows = {}
         for n, line in chunk:

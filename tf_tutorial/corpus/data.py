@@ -82,8 +82,10 @@ def tokenize_en(text: str) -> list[str]:
     """按语料的切分方式切开一句手打的英文。
 
     Split a typed English sentence the way the corpus is split: words, "'s", and , . ?
+    Any other mark (; : — and the like) is a token of its own, so "China;" keeps
+    the known word China; a hyphen inside a word stays ("well-known").
     """
-    return re.findall(r"'s\b|[,.?]|[^\s,.?']+", text)
+    return re.findall(r"'s\b|[,.?]|\w+(?:-\w+)*|[^\w\s']", text)
 
 
 _NUMBER = re.compile(r"(?<!\w)(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?!\w)")   # 305,000 one number; 1,2 two; w3 none
@@ -189,6 +191,8 @@ def _known(word: str, vocab: Vocab, first: bool = False, surname: bool = False) 
 
 
 _IDEOGRAPHIC = str.maketrans({"。": ".", "、": ","})   # NFKC leaves these two
+_QUOTES = str.maketrans({**{c: " " for c in '"“”„«»「」『』()[]{}《》〈〉'},
+                         "‘": "'"})   # the corpus has no quotes or brackets
 
 
 def normalise(text: str, src_vocab: Vocab) -> list[str]:
@@ -204,7 +208,9 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     "you're", "we'll" their long forms (am, are, will: the words the corpus has); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
     one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
-    :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's; words the vocabulary holds
+    quotes and brackets go ("“I love China”" → I love China .);
+    :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's (and any other mark, as an
+    unknown token of its own: "China;" → China ;); words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
     the period of a title ("Dr.") is dropped; a run of end marks ("?!", "...") keeps its first;
     trailing commas go, and a "." is added unless the sentence ends with "." or "?", as every
@@ -222,6 +228,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     if not isinstance(text, str):
         raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
     text = unicodedata.normalize("NFKC", text).translate(_IDEOGRAPHIC)
+    text = text.translate(_QUOTES)
     bad = _NOT_WHOLE.search(text)
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
@@ -231,7 +238,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
         text = short.sub(long, text)
     text = _TENS_UNITS.sub(r"\1 \2", text)
     words = _corpus_numbers(tokenize_en(_NUMBER.sub(_number_words, text)))
-    if not [w for w in words if w not in (",", ".", "?")]:        # "", "   ", "...", "?"
+    if not any(re.search(r"\w", w) for w in words):              # "", "   ", "...", "?", ";"
         raise ValueError("empty sentence")
     longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
     tokens, i = [], 0
