@@ -173,3 +173,11 @@ def test_corpus_version_reads_a_records_grammar_version():
     for bad in (0, "2", 2.0, None, True):
         with pytest.raises(ValueError, match=f"corpus_version: .* {re.escape(repr(bad))}"):
             corpus_version({"corpus_version": bad})
+
+
+def test_a_deeper_split_too_large_for_a_small_corpus_says_why():
+    # the error named only the count; the cause is the training split's short maximum length
+    corpus = make_corpus(n_train=100, n_valid=5, n_test=5, n_longer=10, n_deeper=10)
+    with pytest.raises(ValueError, match=r"asked for 10 \(the deeper split stays within the training split's "
+                                         r"lengths, \d+ English and \d+ Chinese tokens here: a larger n_train"):
+        corpus.deeper

@@ -68,9 +68,11 @@ class KVCache:
 
     ``static=False`` (self-attention): each call appends the new positions' keys
     and values, so a query sees every earlier position without recomputing it.
-    ``static=True`` (cross-attention): the first call stores the projected
-    encoder memory; later calls reuse it, because the source does not change
-    while the target grows.
+    ``static=True`` (cross-attention): it holds the projected encoder memory,
+    stored by the first step; ``MultiHeadAttention.forward`` then reads it
+    from the cache instead of projecting the memory again (the source does
+    not change while the target grows). ``update`` on a static cache
+    replaces what it holds.
     """
 
     def __init__(self, static: bool = False):

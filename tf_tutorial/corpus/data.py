@@ -307,7 +307,9 @@ class Corpus:
         return _collect(Grammar(random.Random(self.seed + 2), max_depth=3, rel_p=0.9, deep=True),
                         self.n_deeper,
                         lambda en, zh, d: d == 3 and len(en) <= max_en and len(zh) <= max_zh,
-                        seen, 400 * self.n_deeper)
+                        seen, 400 * self.n_deeper,
+                        hint=f" (the deeper split stays within the training split's lengths, {max_en} English "
+                             f"and {max_zh} Chinese tokens here: a larger n_train, or a smaller n_deeper, helps)")
 
     SPLITS = ("train", "valid", "test", "longer", "deeper")
 
@@ -333,8 +335,10 @@ def _english(*splits) -> set:
     return {" ".join(en) for split in splits for en, _ in split}
 
 
-def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int) -> list:
-    """Draw sentences until ``n`` distinct ones pass ``keep(en, zh, depth)``."""
+def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int,
+             hint: str = "") -> list:
+    """Draw sentences until ``n`` distinct ones pass ``keep(en, zh, depth)``;
+    ``hint`` ends the error message when too few do."""
     out = []
     for _ in range(tries):
         en, zh, depth = grammar.sentence()
@@ -345,7 +349,7 @@ def _collect(grammar: Grammar, n: int, keep, seen: set, tries: int) -> list:
             if len(out) == n:
                 return out
     raise ValueError(f"the grammar produced only {len(out)} suitable distinct sentences in {tries} tries; "
-                     f"asked for {n}")
+                     f"asked for {n}{hint}")
 
 
 def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
