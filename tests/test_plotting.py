@@ -258,3 +258,14 @@ def test_layer_diagram_names_a_bad_box_list():
     with pytest.raises(ValueError, match=r"^residuals: \(0, 2\) names a box outside 0\.\.1$"):
         plotting.layer_diagram(ax, boxes, title="x", residuals=[(0, 2)])
     plt.close(fig)
+
+
+def test_a_mask_heatmap_can_show_only_its_two_values_on_the_colour_bar():
+    # chapter 9's 0/1 mask had a colour bar ticked 0.0, 0.2, ..., 1.0, as if values in between occurred
+    import torch
+
+    fig, ax = plt.subplots()
+    plotting.heatmap(ax, torch.ones(3, 3).tril(), title="掩码", cbar_label="是否允许", vmin=0, vmax=1,
+                     cbar_ticks=[0, 1])
+    assert list(fig.axes[1].get_yticks()) == [0, 1]
+    plt.close(fig)

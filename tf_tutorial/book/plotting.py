@@ -173,13 +173,16 @@ def plain_log_ticks(ax, axis: str = "y") -> None:
 
 
 def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=None,
-            xlabel: str | None = None, ylabel: str | None = None, **imshow_kwargs):
+            xlabel: str | None = None, ylabel: str | None = None, cbar_ticks=None,
+            **imshow_kwargs):
     """在 ``ax`` 上画带色条的热力图（全书唯一的热力图画法）。
 
     Draw ``matrix`` (rows × columns) on ``ax`` with a colour bar, the book's one heatmap.
 
     Token lists given as ``x_labels`` / ``y_labels`` become tick labels (attention maps).
-    Returns the image, so callers can share a colour scale.
+    ``cbar_ticks`` puts the colour bar's ticks there only (``[0, 1]`` for a mask, whose colour
+    bar should not suggest values in between). Returns the image, so callers can share a colour
+    scale.
     """
     import numpy as np
 
@@ -195,7 +198,7 @@ def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} entries but the matrix has {n}")
     image = ax.imshow(data, aspect="auto", interpolation="nearest", **imshow_kwargs)
-    ax.figure.colorbar(image, ax=ax, label=cbar_label)
+    ax.figure.colorbar(image, ax=ax, label=cbar_label, ticks=cbar_ticks)
     ax.grid(False)
     if x_labels is not None:
         ax.set_xticks(range(len(x_labels)), x_labels)
