@@ -17,11 +17,11 @@ from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
 
 from tf_tutorial._checks import require_counts
 from tf_tutorial.corpus.data import encode_pairs, pad
-from tf_tutorial.corpus.grammar import ONES, TENS
+from tf_tutorial.corpus.grammar import ONES, SCALES, TENS
 from tf_tutorial.decode import beam_search, greedy_decode
 
 # the grammar's number words from two up; a lone "one" counts with the articles below
-NUMBER_WORDS = set(ONES[2:]) | set(TENS[2:]) | {"hundred", "thousand", "million"}
+NUMBER_WORDS = set(ONES[2:]) | set(TENS[2:]) | set(SCALES)
 TIME_PLACE = {"yesterday", "tomorrow", "last", "next", "every", "ago", "at",
               "in", "on", "tonight"}
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial.corpus.grammar import ONES, TENS, TITLES, Grammar, number_en
+from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIALS = (PAD, BOS, EOS, UNK)
@@ -110,7 +110,6 @@ def _number_words(match: re.Match) -> str:
     return " " + " ".join(number_en(n)) + " "
 
 
-_SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}
 _NUMERALS = {w: v for v, w in enumerate(ONES) if v} | {w: 10 * v for v, w in enumerate(TENS) if v > 1}
 
 
@@ -121,10 +120,10 @@ def _numeral_run(words: list[str], i: int) -> int:
     while j < len(words):
         w, before, after = (words[j].lower(), words[j - 1].lower() if j > i else "",
                             words[j + 1].lower() if j + 1 < len(words) else "")
-        if (w in _NUMERALS or w in _SCALES and j > i
-                or w == "and" and j > i and (before in _NUMERALS or before in _SCALES)
+        if (w in _NUMERALS or w in SCALES and j > i
+                or w == "and" and j > i and (before in _NUMERALS or before in SCALES)
                 and after in _NUMERALS
-                or w == "a" and j == i and after in _SCALES):
+                or w == "a" and j == i and after in SCALES):
             j += 1
         else:
             break
@@ -140,8 +139,8 @@ def _read_numeral(words: list[str]) -> int | None:
             current += _NUMERALS[w]
         elif w == "hundred":
             current = (current or 1) * 100
-        elif w in _SCALES:
-            total, current = total + (current or 1) * _SCALES[w], 0
+        elif w in SCALES:
+            total, current = total + (current or 1) * SCALES[w], 0
     n = total + current
     bare = [w for w in words if w != "and"]
     if not 1 <= n < 10**9 or [w if w != "a" else "one" for w in bare] != [
@@ -190,9 +189,8 @@ def _known(word: str, vocab: Vocab, first: bool = False, surname: bool = False) 
     return None
 
 
-_IDEOGRAPHIC = str.maketrans({"。": ".", "、": ","})   # NFKC leaves these two
-_QUOTES = str.maketrans({**{c: " " for c in '"“”„«»「」『』()[]{}《》〈〉'},
-                         "‘": "'"})   # the corpus has no quotes or brackets
+# after NFKC: the two marks it leaves, ‘ as ’ is read, and no quotes or brackets (the corpus has none)
+_TYPED = str.maketrans({"。": ".", "、": ",", "‘": "'", **{c: " " for c in '"“”„«»「」『』()[]{}《》〈〉'}})
 
 
 def normalise(text: str, src_vocab: Vocab) -> list[str]:
@@ -227,8 +225,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
-    text = unicodedata.normalize("NFKC", text).translate(_IDEOGRAPHIC)
-    text = text.translate(_QUOTES)
+    text = unicodedata.normalize("NFKC", text).translate(_TYPED)
     bad = _NOT_WHOLE.search(text)
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
