@@ -140,7 +140,7 @@ def test_bad_sizes_are_rejected():
     for seed in (None, 1.5, "0", True):             # None would seed from the clock: not deterministic
         with pytest.raises(ValueError, match=f"^seed must be an integer, but got {re.escape(repr(seed))}$"):
             make_corpus(n_train=10, seed=seed)
-    with pytest.raises(ValueError, match="batch_size must be positive"):
+    with pytest.raises(ValueError, match="^batch_size must be a positive integer, but got 0$"):
         next(batches([([1], [1, 2])], 0))
     with pytest.raises(ValueError, match="give exactly one of batch_size and max_tokens"):
         batch_indices([(1, 2)], batch_size=4, max_tokens=100)
@@ -181,3 +181,19 @@ def test_a_deeper_split_too_large_for_a_small_corpus_says_why():
     with pytest.raises(ValueError, match=r"asked for 10 \(the deeper split stays within the training split's "
                                          r"lengths, \d+ English and \d+ Chinese tokens here: a larger n_train"):
         corpus.deeper
+
+
+@pytest.mark.parametrize("size", [True, 2.0, "2"])
+def test_batch_indices_wants_a_positive_integer(size):
+    # True was taken as 1, and 2.0 was told only that it "must be positive"
+    with pytest.raises(ValueError, match=f"^batch_size must be a positive integer, but got {re.escape(repr(size))}$"):
+        batch_indices([(1, 2), (2, 3)], batch_size=size)
+
+
+def test_numpy_integers_are_integers_for_the_corpus_and_its_batches():
+    np = pytest.importorskip("numpy")
+    a = make_corpus(n_train=20, n_valid=3, n_test=3, n_longer=2, n_deeper=2, seed=np.int64(1))
+    b = make_corpus(n_train=20, n_valid=3, n_test=3, n_longer=2, n_deeper=2, seed=1)
+    assert a.train == b.train and len(a.train) == 20
+    lengths = [(2, 3)] * 5
+    assert batch_indices(lengths, batch_size=np.int64(2), seed=0) == batch_indices(lengths, batch_size=2, seed=0)

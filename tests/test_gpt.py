@@ -1,6 +1,7 @@
 """The decoder-only model: equal to torch's causal encoder stack, causality, KV cache, sampling, generation,
 and translation as continuation."""
 import dataclasses
+import math
 import re
 
 import pytest
@@ -897,3 +898,26 @@ def test_translate_continuation_samples_when_given_only_a_temperature_or_a_top_p
     for kw in (dict(temperature=3.0), dict(top_p=0.99)):
         assert translate_continuation(model, vocab, pairs, generator=g(), **kw) != greedy, kw
     assert translate_continuation(model, vocab, pairs, temperature=0) == greedy
+
+
+def test_a_cache_of_another_batch_size_or_type_is_refused_by_name():
+    from tf_tutorial.multihead import KVCache
+    m = _model()
+    cache = m.new_cache()
+    m(_tokens(2, 3), cache)
+    with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but tokens has 3 rows"):
+        m(_tokens(3, 1), cache)
+    assert cache.length == 3                                     # the refused call stored nothing
+    with pytest.raises(TypeError, match=r"^cache: expected a GPTCache .*but got KVCache"):
+        m(_tokens(1, 2), KVCache())
+
+
+def test_a_plus_inf_logit_is_certainty_in_every_sampling_path():
+    # z - max(z) was inf - inf = NaN, and sample() said the row had "no distribution"
+    logits = torch.tensor([[0.0, math.inf, 1.0], [0.0, math.inf, math.inf]])
+    p = sampling_probs(logits)
+    assert torch.equal(p, torch.tensor([[0.0, 1.0, 0.0], [0.0, 0.5, 0.5]]))
+    for kw in ({}, {"temperature": 0.3}, {"top_k": 2}, {"top_p": 0.5}, {"top_k": 1}):
+        drawn = sample(logits[:1], generator=torch.Generator().manual_seed(0), **kw)
+        assert drawn.tolist() == [1], kw
+    assert set(sample(logits[1:].expand(200, 3), generator=torch.Generator().manual_seed(0)).tolist()) == {1, 2}

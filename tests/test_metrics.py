@@ -193,3 +193,16 @@ def test_sentence_bleu_names_an_argument_that_is_not_a_sentence():
         sentence_bleu(["我", "爱"], "我 爱")
     with pytest.raises(TypeError, match="^ref must be a sentence \\(str\\), but got NoneType$"):
         sentence_bleu("我 爱", None)
+
+
+def test_exact_match_compares_tokens_so_extra_spaces_do_not_count():
+    assert exact_match(["我 爱  中国", "我 爱 中国 ", " 我 爱 中国"], ["我 爱 中国"] * 3) == 1.0
+    assert exact_match(["我爱 中国"], ["我 爱 中国"]) == 0.0            # a token is still a token
+
+
+@pytest.mark.parametrize("max_n", [0, -1, 2.5, "4", True])
+def test_sentence_bleu_names_a_max_n_that_is_not_a_positive_integer(max_n):
+    from tf_tutorial.metrics import sentence_bleu
+    # 0 and -1 used to score 0.0 silently
+    with pytest.raises(ValueError, match="^max_n must be a positive integer, but got "):
+        sentence_bleu("我 爱 中国", "我 爱 中国", max_n=max_n)

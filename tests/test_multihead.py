@@ -197,3 +197,15 @@ def test_a_mask_with_a_head_axis_of_one_is_the_shared_mask(shape):
     from tf_tutorial.multihead import GroupedQueryAttention
     gqa = GroupedQueryAttention(8, 2, 1).eval()
     assert torch.equal(gqa(x, kv, kv, mask), gqa(x, kv, kv, mask[:, 0]))
+
+
+def test_a_kv_cache_refuses_rows_of_another_batch_size():
+    from tf_tutorial.multihead import KVCache
+    mha = MultiHeadAttention(8, 2).eval()
+    cache = KVCache()
+    x = torch.randn(2, 3, 8)
+    mha(x, x, x, cache=cache)
+    y = torch.randn(3, 1, 8)
+    with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but got 3 rows to add"):
+        mha(y, y, y, cache=cache)
+    assert cache.length == 3

@@ -113,3 +113,8 @@ def test_arguments_it_would_misread_are_refused_by_name():
     for bad in (float("nan"), "1"):                            # NaN once filled W_hh with NaN
         with pytest.raises(ValueError, match=f"^gain must be positive, but got {bad!r}$"):
             scaled_recurrence(ElmanRNN(d_in, D), bad)
+
+
+def test_scaled_recurrence_refuses_an_infinite_gain():
+    with pytest.raises(ValueError, match=r"^gain must be finite, but got inf"):
+        scaled_recurrence(ElmanRNN(4, 4), gain=float("inf"))

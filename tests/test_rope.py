@@ -258,3 +258,20 @@ def test_a_single_vector_is_told_it_has_no_row_dimension():
     with pytest.raises(ValueError, match=r"one position per row \(L=3\), a shape broadcastable to \(3,\)"):
         rotate(torch.randn(3, 4), [0, 1])
     assert rotate(torch.randn(4)[None], [0]).shape == (1, 4)
+
+
+@pytest.mark.parametrize("base", [math.inf, -1.0, 0.0, math.nan])
+def test_an_infinite_or_non_positive_base_is_refused_by_name(base):
+    # base = inf made θ₀ = exp(-inf · 0) NaN: every rotated pair came out NaN
+    with pytest.raises(ValueError, match=r"^base must be (positive|finite)"):
+        rotate(torch.randn(3, 4), [0, 1, 2], base=base)
+    with pytest.raises(ValueError, match=r"^base must be (positive|finite)"):
+        RotaryEmbedding(4, 8, base=base)
+
+
+@pytest.mark.parametrize("base", [math.inf, -1.0])
+def test_gpt_config_names_rope_base(base):
+    from tf_tutorial.gpt import GPTConfig
+    with pytest.raises(ValueError, match=r"^rope_base must be"):
+        GPTConfig(11, d_model=16, n_heads=4, n_layers=1, d_ff=32,
+                  positions="rope", rope_base=base)

@@ -172,10 +172,19 @@ def test_train_refuses_limits_it_would_ignore(corpus, limits, message, monkeypat
     (dict(d_model=30, n_heads=4), "^d_model=30 is not divisible by n_heads=4$"),
     (dict(dropout=1.5), r"^dropout must be in \[0, 1\), but got 1.5$"),     # when configured, not at the model
     (dict(d_model=0), "d_model"),
+    # these three used to pass here and fail only inside train()
+    (dict(seed=1.5), "^seed must be an integer, but got 1.5$"),
+    (dict(seed="0"), "^seed must be an integer, but got '0'$"),
 ])
 def test_a_bad_training_configuration_is_refused_when_made(bad, message):
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(TINY, **bad)
+
+
+def test_norm_first_must_be_a_flag_when_the_configuration_is_made():
+    # "no" is a non-empty string: it used to reach the model and mean True
+    with pytest.raises(TypeError, match="^norm_first must be True or False, but got 'no'$"):
+        dataclasses.replace(TINY, norm_first="no")
 
 
 def test_a_token_budget_too_small_for_a_sentence_is_refused_before_training(corpus, monkeypatch):
@@ -760,3 +769,21 @@ def test_smoothing_floor_is_the_least_label_smoothed_loss():
                        ((5, -0.1), "eps"), ((2.5, 0.1), "n_vocab")):
         with pytest.raises(ValueError, match=words):
             smoothing_floor(*bad)
+
+
+@pytest.mark.parametrize("args, message", [
+    ((1, 0, 10), "^d_model must be a positive integer, but got 0$"),
+    ((1, 16, 0), "^warmup must be a positive integer, but got 0$"),
+    ((1, -16, 10), "^d_model must be a positive integer, but got -16$"),
+    ((1, 16, 10, -1), "^scale must be positive, but got -1$"),
+    ((1, 16, 10, float("inf")), "^scale must be finite, but got inf$"),
+    ((-3, 16, 10), "^step must be"),
+])
+def test_noam_lr_refuses_what_has_no_schedule(args, message):
+    # d_model=0 or warmup=0 divided by zero; d_model=-16 gave a complex number, scale=-1 a negative rate
+    with pytest.raises(ValueError, match=message):
+        noam_lr(*args)
+
+
+def test_noam_lr_still_treats_step_0_as_step_1():
+    assert noam_lr(0, 16, 10) == noam_lr(1, 16, 10) > 0

@@ -109,15 +109,26 @@ def require_positive(**values) -> None:
             raise ValueError(f"{name} must be positive, but got {value!r}")
 
 
+def require_finite_positive(**values) -> None:
+    """检查这些数都是正的有限数（``inf`` 也不行），否则报出参数名。
+
+    Like :func:`require_positive`, and also refuses ``inf``:
+    ``require_finite_positive(base=float("inf"))`` raises
+    ``ValueError: base must be finite, but got inf``.
+    """
+    require_positive(**values)
+    for name, value in values.items():
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be finite, but got {value!r}")
+
+
 def require_eps(eps) -> None:
     """检查 ε 是正的有限数：``inf`` 会把每个输出都压成 0。
 
     Like :func:`require_positive`, and also refuses ``inf`` (every output
     would be 0).
     """
-    require_positive(eps=eps)
-    if not math.isfinite(eps):
-        raise ValueError(f"eps must be finite, but got {eps!r}")
+    require_finite_positive(eps=eps)
 
 
 _is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)

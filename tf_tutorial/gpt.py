@@ -26,7 +26,8 @@ from torch import nn
 
 from tf_tutorial._checks import (_is_real, require_config, require_counts,
                                  require_fits, require_flags,
-                                 require_eps, require_ids, require_tensors,
+                                 require_eps, require_finite_positive,
+                                 require_ids, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -127,6 +128,7 @@ class GPTConfig:
                              "but d_model / n_heads = "
                              f"{self.d_model // self.n_heads}")
         require_eps(self.eps)
+        require_finite_positive(rope_base=self.rope_base)
         require_flags(norm_first=self.norm_first)
 
     def to_dict(self) -> dict:
@@ -290,10 +292,18 @@ class GPT(nn.Module):
             raise ValueError("keep: expected a boolean mask of shape "
                              f"{tuple(tokens.shape)}, but got "
                              f"{keep.dtype} of shape {tuple(keep.shape)}")
+        if cache is not None and not isinstance(cache, GPTCache):
+            raise TypeError("cache: expected a GPTCache (model.new_cache()), "
+                            f"but got {type(cache).__name__}")
         if cache is not None and len(cache.layers) != len(self.blocks):
             raise ValueError("cache: expected a GPTCache for "
                              f"{len(self.blocks)} layers, "
                              f"but got one for {len(cache.layers)}")
+        if (cache is not None and cache.not_pad is not None
+                and cache.not_pad.shape[0] != tokens.shape[0]):
+            raise ValueError(f"cache: it holds a batch of "
+                             f"{cache.not_pad.shape[0]}, but tokens has "
+                             f"{tokens.shape[0]} rows")
         start, L = (0 if cache is None else cache.length), tokens.shape[1]
         require_fits("tokens", start, L, self.config.max_len)
         if L == 0:
@@ -368,8 +378,9 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     The distribution :func:`sample` draws from: softmax(logits / temperature),
     restricted to the ``top_k`` most likely tokens, then to the nucleus (the
     fewest most likely tokens whose probability adds up to at least ``top_p``),
-    renormalised. logits (..., |V|) → (..., |V|). A row whose logits are all
-    -inf has no distribution: its probabilities come out NaN.
+    renormalised. logits (..., |V|) → (..., |V|). A +inf logit is certainty:
+    the +inf tokens of a row share all its probability. A row whose logits are
+    all -inf has no distribution: its probabilities come out NaN.
     """
     _check_sampling(temperature, top_k, top_p, logits)
     # float64 stays
@@ -378,7 +389,9 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     # not to nan; one below the dtype's smallest normal number acts as that
     # number (in float32, 1e-46 would be 0, and 0 / 0 is nan)
     t = max(temperature, torch.finfo(z.dtype).tiny)
-    z = (z - z.amax(-1, keepdim=True)) / t
+    top = z.amax(-1, keepdim=True)
+    certain = torch.where(z == math.inf, 0.0, -math.inf)   # rows with a +inf
+    z = torch.where(top == math.inf, certain, z - top) / t
     if top_k is not None and top_k < z.shape[-1]:
         values, index = z.topk(top_k, dim=-1)
         # exactly k tokens survive

@@ -15,7 +15,7 @@ import sacrebleu
 import torch
 from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
 
-from tf_tutorial._checks import require_counts
+from tf_tutorial._checks import require_counts, require_sizes
 from tf_tutorial.corpus.data import encode_pairs, pad
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS
 from tf_tutorial.decode import beam_search, greedy_decode
@@ -46,10 +46,11 @@ def _require_pairs(hyps, refs) -> None:
 def exact_match(hyps: list[str], refs: list[str]) -> float:
     """完全匹配率：输出与参考译文逐个词元都相同的句子所占的比例。
 
-    Share of outputs equal to the reference, token for token.
+    Share of outputs equal to the reference, token for token: the tokens are
+    the text split at whitespace, so extra spaces do not count.
     """
     _require_pairs(hyps, refs)
-    return sum(h == r for h, r in zip(hyps, refs)) / len(refs)
+    return sum(h.split() == r.split() for h, r in zip(hyps, refs)) / len(refs)
 
 
 # the one place bleu() and bleu_signature() take their sacrebleu settings from
@@ -113,6 +114,7 @@ def sentence_bleu(hyp: str, ref: str, max_n: int = 4) -> dict:
         if not isinstance(text, str):
             raise TypeError(f"{name} must be a sentence (str), but got "
                             f"{type(text).__name__}")
+    require_sizes(max_n=max_n)
     h, r = zh_tokens(hyp), zh_tokens(ref)
     matches, totals = [], []
     for n in range(1, max_n + 1):

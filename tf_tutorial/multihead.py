@@ -95,6 +95,9 @@ class KVCache:
         may attend to.
         """
         if self.k is not None and not self.static:
+            if k.shape[0] != self.k.shape[0]:
+                raise ValueError(f"cache: it holds a batch of {self.k.shape[0]}"
+                                 f", but got {k.shape[0]} rows to add")
             k, v = (torch.cat([self.k, k], dim=2),
                     torch.cat([self.v, v], dim=2))  # (B, H, t + L, d_k)
         self.k, self.v = k, v

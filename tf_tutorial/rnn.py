@@ -10,8 +10,8 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_flags, require_positive, require_sizes,
-                                 require_tensors)
+from tf_tutorial._checks import (require_finite_positive, require_flags,
+                                 require_sizes, require_tensors)
 
 
 class ElmanRNN(nn.Module):
@@ -107,7 +107,7 @@ def scaled_recurrence(rnn: ElmanRNN, gain: float, seed: int = 0) -> ElmanRNN:
     Then ‖W_hh‖₂ = gain: below 1 the signal shrinks at each step, above 1 it may
     grow.
     """
-    require_positive(gain=gain)                   # NaN is refused too
+    require_finite_positive(gain=gain)            # NaN and inf are refused
     g = torch.Generator().manual_seed(seed)
     q, _ = torch.linalg.qr(
         torch.randn(rnn.hidden_size, rnn.hidden_size, generator=g))

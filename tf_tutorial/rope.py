@@ -41,7 +41,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (broadcast_shape, require_positive,
+from tf_tutorial._checks import (broadcast_shape, require_finite_positive,
                                  require_sizes, require_tensors)
 
 
@@ -56,7 +56,7 @@ def _require_pairs(name: str, width) -> None:
 def _thetas(dim: int, base: float) -> torch.Tensor:
     """θ_i = base^(−2i/dim), i = 0 … dim/2 − 1, float64, shape (dim/2,)."""
     _require_pairs("dim", dim)
-    require_positive(base=base)
+    require_finite_positive(base=base)     # inf: θ₀ = exp(-inf · 0) is NaN
     return torch.exp(-math.log(base)
                      * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
 

@@ -11,6 +11,7 @@ import contextlib
 import dataclasses
 import json
 import math
+import numbers
 import os
 import shutil
 import sys
@@ -25,8 +26,9 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import (_is_real, require_dropout, require_positive,
-                                 require_sizes)
+from tf_tutorial._checks import (_is_real, require_counts, require_dropout,
+                                 require_finite_positive, require_flags,
+                                 require_positive, require_sizes)
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -80,6 +82,10 @@ class TrainConfig:
             raise ValueError("label_smoothing must be in [0, 1), but got "
                              f"{self.label_smoothing!r}")
         require_dropout(self.dropout)
+        require_flags(norm_first=self.norm_first)
+        if isinstance(self.seed, bool) or not isinstance(self.seed,
+                                                         numbers.Integral):
+            raise ValueError(f"seed must be an integer, but got {self.seed!r}")
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
@@ -126,8 +132,11 @@ def noam_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """论文的学习率日程：先线性预热，再按步数的平方根倒数衰减。
 
     The paper's schedule: lr = D^-0.5 · min(step^-0.5, step · warmup^-1.5),
-    step from 1.
+    step from 1 (step 0 counts as 1).
     """
+    require_counts(step=step)
+    require_sizes(d_model=d_model, warmup=warmup)
+    require_finite_positive(scale=scale)
     step = max(step, 1)
     return scale * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 

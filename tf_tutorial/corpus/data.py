@@ -8,6 +8,7 @@ Shape legend: B batch, S source length, T target length (with BOS and EOS).
 from __future__ import annotations
 
 import functools
+import numbers
 import random
 import re
 import unicodedata
@@ -357,11 +358,13 @@ def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
     """
     sizes = (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_longer", n_longer),
              ("n_deeper", n_deeper))
-    for name, n in sizes:
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+    for name, n in sizes:                 # NumPy integers are integers too
+        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
             raise ValueError(f"{name} must be a positive integer, but got {n!r}")
-    if not isinstance(seed, int) or isinstance(seed, bool):   # None would seed from the clock
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):   # None would seed from the clock
         raise ValueError(f"seed must be an integer, but got {seed!r}")
+    n_train, n_valid, n_test, n_longer, n_deeper, seed = map(
+        int, (n_train, n_valid, n_test, n_longer, n_deeper, seed))
     seen: set = set()
     need = n_test + n_valid + n_train
     pairs = _collect(Grammar(random.Random(seed), max_depth=2), need,
@@ -410,9 +413,11 @@ def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None =
         raise ValueError(f"give exactly one of batch_size and max_tokens, but got batch_size={batch_size!r}, "
                          f"max_tokens={max_tokens!r}")
     limit = batch_size if batch_size is not None else max_tokens
-    if not isinstance(limit, int) or limit < 1:
+    if (isinstance(limit, bool) or not isinstance(limit, numbers.Integral)
+            or limit < 1):
         name = "batch_size" if batch_size is not None else "max_tokens"
-        raise ValueError(f"{name} must be positive, but got {limit!r}")
+        raise ValueError(f"{name} must be a positive integer, but got {limit!r}")
+    limit = int(limit)
     if max_tokens is not None and lengths and max(max(pair) for pair in lengths) > max_tokens:
         raise ValueError(f"max_tokens={max_tokens} is smaller than the longest sentence "
                          f"({max(max(pair) for pair in lengths)} tokens)")
