@@ -209,3 +209,15 @@ def test_a_kv_cache_refuses_rows_of_another_batch_size():
     with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but got 3 rows to add"):
         mha(y, y, y, cache=cache)
     assert cache.length == 3
+
+
+def test_no_key_at_all_gives_zeros_like_a_fully_masked_row():
+    # S = 0 with no mask used to return W^O's bias, unlike a fully masked row and the bare function
+    from tf_tutorial.multihead import GroupedQueryAttention
+    q, empty = torch.randn(2, 3, 8), torch.randn(2, 0, 8)
+    for mha in (MultiHeadAttention(8, 2), GroupedQueryAttention(8, 2, 1)):
+        with torch.no_grad():
+            mha.w_o.bias.fill_(0.5)
+        assert torch.equal(mha(q, empty, empty), torch.zeros(2, 3, 8))
+        masked = mha(q, q, q, mask=torch.zeros(2, 3, 3, dtype=torch.bool))
+        assert torch.equal(masked, torch.zeros(2, 3, 8))

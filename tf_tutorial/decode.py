@@ -208,10 +208,10 @@ def beam_search(model: Transformer, src: torch.Tensor,
     follows them (``reorder``). A finished hypothesis stays in the beam with its
     score frozen (it can only add <pad>, at no cost), so it competes with the
     unfinished ones until the search stops.
-    ``trace``: a list that receives each step's beams, sentence by sentence:
-    ``tokens`` (B, k, t) ids, ``logp`` (B, k), ``done`` (B, k); then a last
-    entry that adds ``length`` and the length-normalised ``score`` (B, k), from
-    which the winner is picked.
+    ``trace``: a list that receives each step's beams, sentence by sentence,
+    as nested Python lists: ``tokens`` (B, k, t) ids, ``logp`` (B, k),
+    ``done`` (B, k); then a last entry that adds ``length`` and the
+    length-normalised ``score`` (B, k), from which the winner is picked.
     ``max_len`` as in :func:`greedy_decode`: a sentence at its own limit
     stops, its beams frozen like finished ones. The arguments after it are
     keyword only.

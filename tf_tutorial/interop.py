@@ -38,7 +38,9 @@ def from_torch(module: nn.Module) -> nn.Module:
     weights of 1 that do not train (``requires_grad=False``): our layers always
     have them, and so it computes, and trains, as the torch module does. Such
     a LayerNorm holds float32 parameters where torch's held none; a float64
-    input is still normalised in float64, as by the torch module.
+    input is still normalised in float64, as by the torch module. Apart from
+    those, every parameter of the result trains: ``requires_grad=False`` on a
+    torch parameter is not copied.
 
     PyTorch's ``nn.TransformerEncoder`` in eval mode without autograd may take
     its nested-tensor fast path, which writes zeros at padded positions; ours

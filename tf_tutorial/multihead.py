@@ -210,6 +210,8 @@ class MultiHeadAttention(nn.Module):
         out = self.w_o(self.merge_heads(out))  # (B, T, D)
         if mask is not None:  # such a query outputs 0, not W^O's bias
             out = out.masked_fill(~has_key, 0.0)
+        elif k.shape[2] == 0:  # no key at all (S = 0): the same, for all
+            out = torch.zeros_like(out)
         return (out, weights) if return_weights else out
 
 
@@ -345,4 +347,6 @@ class GroupedQueryAttention(nn.Module):
             out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
         if mask is not None:  # such a query outputs 0, not W^O's bias
             out = out.masked_fill(~has_key, 0.0)
+        elif k.shape[2] == 0:  # no key at all (S = 0): the same, for all
+            out = torch.zeros_like(out)
         return (out, weights) if return_weights else out
