@@ -174,3 +174,18 @@ def test_one_unbatched_sequence_gets_the_same_positions_as_a_batch_of_one():
             pe(x, start=6)
     with pytest.raises(ValueError, match=r"^x: expected shape \(L, 12\), but got \(5, 3\)$"):
         SinusoidalPositionalEncoding(D, 10)(torch.randn(5, 3))
+
+
+def test_a_float64_model_gets_a_float64_exact_positional_table():
+    # the buffer is float32: .double() used to leave the table ~3e-8 from the float64 formula
+    from tf_tutorial.embedding import SinusoidalPositionalEncoding, positional_encoding
+    pe = SinusoidalPositionalEncoding(16, 2000).double()
+    x = torch.zeros(1, 2000, 16, dtype=torch.float64)
+    pos = torch.arange(2000, dtype=torch.float64)[:, None]
+    freq = 10000.0 ** (-torch.arange(0, 16, 2, dtype=torch.float64) / 16)
+    exact = torch.stack([(pos * freq).sin(), (pos * freq).cos()], -1).reshape(2000, 16)
+    assert (pe(x)[0] - exact).abs().max() < 1e-12
+    assert (pe(x[:, :5], start=1995)[0] - exact[1995:]).abs().max() < 1e-12
+    assert positional_encoding(10, 4).dtype == torch.float32
+    assert positional_encoding(10, 4, torch.float64).dtype == torch.float64
+    assert pe.float()(x.float()).dtype == torch.float32

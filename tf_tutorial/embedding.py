@@ -24,12 +24,14 @@ def _frequencies(d_model: int) -> torch.Tensor:
         * torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
-def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
+def positional_encoding(max_len: int, d_model: int,
+                        dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """正弦位置编码表 P。
 
-    The sinusoidal table of the 2017 paper, shape (max_len, D), float32, values
-    in [−1, 1]. Even columns hold sines, odd columns cosines; an odd D ends
-    with a sine that has no cosine partner.
+    The sinusoidal table of the 2017 paper, shape (max_len, D), values in
+    [−1, 1], computed in float64 and returned as ``dtype``. Even columns hold
+    sines, odd columns cosines; an odd D ends with a sine that has no cosine
+    partner.
     """
     require_sizes(max_len=max_len)
     angles = (torch.arange(max_len, dtype=torch.float64)[:, None]
@@ -37,7 +39,7 @@ def positional_encoding(max_len: int, d_model: int) -> torch.Tensor:
     pe = torch.empty(max_len, d_model, dtype=torch.float64)
     pe[:, 0::2] = angles.sin()
     pe[:, 1::2] = angles[:, :d_model // 2].cos()
-    return pe.float()
+    return pe.to(dtype)
 
 
 def shift_matrix(k: int, d_model: int) -> torch.Tensor:
@@ -147,8 +149,11 @@ class SinusoidalPositionalEncoding(_PositionalBase):
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """把从 ``start`` 开始的 L 行位置编码加到 x 上，再做 dropout。"""
         L = self._check(x, start)
-        return self.dropout(
-            x + self.pe[start:start + L].to(x.dtype))             # (B, L, D)
+        pe = self.pe[start:start + L]
+        if x.dtype == torch.float64:    # the float32 table is exact to ~1e-8
+            pe = positional_encoding(start + L, self.d_model,
+                                     torch.float64)[start:].to(x.device)
+        return self.dropout(x + pe.to(x.dtype))                   # (B, L, D)
 
 
 class LearnedPositionalEncoding(_PositionalBase):
