@@ -907,7 +907,7 @@ def test_a_cache_of_another_batch_size_or_type_is_refused_by_name():
     m(_tokens(2, 3), cache)
     with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but tokens has 3 rows"):
         m(_tokens(3, 1), cache)
-    assert cache.length == 3                                     # the refused call stored nothing
+    assert cache.not_pad.shape == (2, 3)                         # the refused call stored nothing
     with pytest.raises(TypeError, match=r"^cache: expected a GPTCache .*but got KVCache"):
         m(_tokens(1, 2), KVCache())
 

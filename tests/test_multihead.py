@@ -206,9 +206,15 @@ def test_a_kv_cache_refuses_rows_of_another_batch_size():
     x = torch.randn(2, 3, 8)
     mha(x, x, x, cache=cache)
     y = torch.randn(3, 1, 8)
-    with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but got 3 rows to add"):
+    with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but got 3 rows$"):
         mha(y, y, y, cache=cache)
-    assert cache.length == 3
+    assert cache.length == 3 and cache.k.shape[0] == 2
+    # a static (cross-attention) cache is read, not updated: it used to broadcast one row's memory to three
+    cross = KVCache(static=True)
+    one = torch.randn(1, 4, 8)
+    mha(one, one, one, cache=cross)
+    with pytest.raises(ValueError, match=r"^cache: it holds a batch of 1, but got 3 rows$"):
+        mha(y, y, y, cache=cross)
 
 
 def test_no_key_at_all_gives_zeros_like_a_fully_masked_row():

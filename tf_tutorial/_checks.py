@@ -73,6 +73,16 @@ def require_flags(**flags) -> None:
                             f"but got {value!r}")
 
 
+def require_integers(**values) -> None:
+    """检查这些数都是整数（可以是负数，如随机种子），否则报出参数名。
+
+    ``require_integers(seed=1.5)`` raises
+    ``ValueError: seed must be an integer, but got 1.5``; so do None, a
+    string and a bool. NumPy integers are accepted.
+    """
+    _require_ints(values, -math.inf, "an integer")
+
+
 def require_counts(**counts) -> None:
     """检查这些个数都是非负整数（可以为 0），否则报出第一个不合格的参数名。
 
@@ -125,8 +135,8 @@ def require_finite_positive(**values) -> None:
 def require_eps(eps) -> None:
     """检查 ε 是正的有限数：``inf`` 会把每个输出都压成 0。
 
-    Like :func:`require_positive`, and also refuses ``inf`` (every output
-    would be 0).
+    :func:`require_finite_positive` for the argument ``eps``: ``inf`` would
+    press every output to 0.
     """
     require_finite_positive(eps=eps)
 

@@ -149,11 +149,16 @@ class SinusoidalPositionalEncoding(_PositionalBase):
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
         """把从 ``start`` 开始的 L 行位置编码加到 x 上，再做 dropout。"""
         L = self._check(x, start)
-        pe = self.pe[start:start + L]
-        if x.dtype == torch.float64:    # the float32 table is exact to ~1e-8
-            pe = positional_encoding(start + L, self.d_model,
-                                     torch.float64)[start:].to(x.device)
-        return self.dropout(x + pe.to(x.dtype))                   # (B, L, D)
+        return self.dropout(
+            x + self.pe[start:start + L].to(x.dtype))             # (B, L, D)
+
+    def _apply(self, fn, *args, **kwargs):
+        # after .double(), .half(), .to(device): the table computed again in
+        # its new dtype, not the float32 one cast (that is exact only to 1e-8)
+        super()._apply(fn, *args, **kwargs)
+        self.pe = positional_encoding(self.max_len, self.d_model,
+                                      self.pe.dtype).to(self.pe.device)
+        return self
 
 
 class LearnedPositionalEncoding(_PositionalBase):

@@ -753,8 +753,7 @@ def translate_continuation(model: GPT, vocab: Vocab, pairs, extra: int = 10,
 
     Greedy unless one of ``temperature``, ``top_k``, ``top_p`` is given: then
     they (``temperature`` 1.0 if left out) and ``generator`` go to
-    :func:`sample`. So ``temperature=0.5`` alone samples; it used to be
-    decoded greedily by a default ``top_k=1``.
+    :func:`sample`. So ``temperature=0.5`` alone samples.
     """
     if temperature is None and top_k is None and top_p is None:
         top_k = 1                                      # nothing asked: greedy

@@ -60,6 +60,17 @@ def heads_mask(mask, batch: int, queries: int, keys: int):
     return (mask[:, None] if mask.dim() == 3 else mask), has_key
 
 
+def zero_keyless(out: torch.Tensor, has_key, keys: int) -> torch.Tensor:
+    """一个键都不许看（或根本没有键）的查询输出 0，而不是 W^O 的偏置。
+
+    ``out`` (B, T, D) after W^O; ``has_key`` from :func:`heads_mask`, or None
+    without a mask; ``keys`` = S. With S = 0 no query has a key.
+    """
+    if has_key is not None:
+        return out.masked_fill(~has_key, 0.0)
+    return out if keys else out * 0          # * 0 keeps the autograd graph
+
+
 class KVCache:
     """一个注意力层在解码的各步之间保存的键和值（KV 缓存，第 10 章）。
 
@@ -94,14 +105,26 @@ class KVCache:
         Store new keys and values (B, H, L, d_k); return everything the query
         may attend to.
         """
+        self._require_batch(k.shape[0])
         if self.k is not None and not self.static:
-            if k.shape[0] != self.k.shape[0]:
-                raise ValueError(f"cache: it holds a batch of {self.k.shape[0]}"
-                                 f", but got {k.shape[0]} rows to add")
             k, v = (torch.cat([self.k, k], dim=2),
                     torch.cat([self.v, v], dim=2))  # (B, H, t + L, d_k)
         self.k, self.v = k, v
         return k, v
+
+    def stored(self, batch: int):
+        """取出静态缓存存着的键和值（交叉注意力从第二步起直接读它们）。
+
+        The projected memory of a static cache, for a query batch of
+        ``batch`` rows (it must be the batch the cache was filled with).
+        """
+        self._require_batch(batch)
+        return self.k, self.v
+
+    def _require_batch(self, batch: int) -> None:
+        if self.k is not None and batch != self.k.shape[0]:
+            raise ValueError(f"cache: it holds a batch of {self.k.shape[0]}, "
+                             f"but got {batch} rows")
 
     def reorder(self, index: torch.Tensor) -> None:
         """按 ``index`` 的顺序保留批里的这些行（束搜索里是存活下来的候选）。
@@ -174,7 +197,7 @@ class MultiHeadAttention(nn.Module):
         check_inputs(query, key, value, self.d_model)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
-            k, v = cache.k, cache.v
+            k, v = cache.stored(query.shape[0])
         else:
             k, v = self.project_kv(key, value)  # (B, H, S, d_k)
             if cache is not None:
@@ -197,6 +220,7 @@ class MultiHeadAttention(nn.Module):
 
         query (B, T, D) against projected k, v (B, H, S, d_k) → (B, T, D).
         """
+        has_key = None
         if mask is not None:  # (B, T, S) → (B, 1, T, S), one for every head
             mask, has_key = heads_mask(mask, query.shape[0], query.shape[1],
                                        k.shape[2])
@@ -208,10 +232,7 @@ class MultiHeadAttention(nn.Module):
             out, weights = scaled_dot_product_attention(q, k, v, mask,
                                                         dropout_p=p)
         out = self.w_o(self.merge_heads(out))  # (B, T, D)
-        if mask is not None:  # such a query outputs 0, not W^O's bias
-            out = out.masked_fill(~has_key, 0.0)
-        elif k.shape[2] == 0:  # no key at all (S = 0): the same, for all
-            out = torch.zeros_like(out)
+        out = zero_keyless(out, has_key, k.shape[2])
         return (out, weights) if return_weights else out
 
 
@@ -301,7 +322,7 @@ class GroupedQueryAttention(nn.Module):
         q = self.split_heads(self.w_q(query), self.n_heads)  # (B, H, T, d_k)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
-            k, v = cache.k, cache.v
+            k, v = cache.stored(query.shape[0])
         else:
             k = self.split_heads(self.w_k(key),
                                  self.n_kv_heads)    # (B, H_kv, S, d_k)
@@ -320,6 +341,7 @@ class GroupedQueryAttention(nn.Module):
 
         q (B, H, T, d_k) against k, v (B, H_kv, S, d_k) → (B, T, D).
         """
+        has_key = None
         if mask is not None:  # (B, T, S) → (B, 1, T, S), one for every head
             mask, has_key = heads_mask(mask, q.shape[0], q.shape[2],
                                        k.shape[2])
@@ -345,8 +367,5 @@ class GroupedQueryAttention(nn.Module):
         B, _, T, _ = out.shape
         out = self.w_o(
             out.transpose(1, 2).reshape(B, T, self.d_model))  # (B, T, D)
-        if mask is not None:  # such a query outputs 0, not W^O's bias
-            out = out.masked_fill(~has_key, 0.0)
-        elif k.shape[2] == 0:  # no key at all (S = 0): the same, for all
-            out = torch.zeros_like(out)
+        out = zero_keyless(out, has_key, k.shape[2])
         return (out, weights) if return_weights else out

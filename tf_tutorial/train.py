@@ -11,7 +11,6 @@ import contextlib
 import dataclasses
 import json
 import math
-import numbers
 import os
 import shutil
 import sys
@@ -26,9 +25,10 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import (_is_real, require_counts, require_dropout,
+from tf_tutorial._checks import (require_counts, require_dropout,
                                  require_finite_positive, require_flags,
-                                 require_positive, require_sizes)
+                                 require_integers, require_positive,
+                                 require_sizes)
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -72,20 +72,12 @@ class TrainConfig:
         if self.d_model % self.n_heads:  # now, not when the model is built
             raise ValueError(f"d_model={self.d_model} is not divisible by "
                              f"n_heads={self.n_heads}")
-        for name in ("lr_scale", "clip"):        # NaN and inf refused too
-            value = getattr(self, name)
-            if not (_is_real(value) and 0 < value < math.inf):
-                raise ValueError(f"{name} must be a positive finite number, "
-                                 f"but got {value!r}")
-        if not (_is_real(self.label_smoothing)
-                and 0 <= self.label_smoothing < 1):
-            raise ValueError("label_smoothing must be in [0, 1), but got "
-                             f"{self.label_smoothing!r}")
+        # NaN and inf refused too
+        require_finite_positive(lr_scale=self.lr_scale, clip=self.clip)
+        require_dropout(self.label_smoothing, "label_smoothing")   # [0, 1)
         require_dropout(self.dropout)
         require_flags(norm_first=self.norm_first)
-        if isinstance(self.seed, bool) or not isinstance(self.seed,
-                                                         numbers.Integral):
-            raise ValueError(f"seed must be an integer, but got {self.seed!r}")
+        require_integers(seed=self.seed)
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
@@ -149,8 +141,7 @@ def smoothed_target(n_vocab: int, eps: float) -> tuple[float, float]:
     eps/n_vocab, each other token's eps/n_vocab).
     """
     require_sizes(n_vocab=n_vocab)
-    if not (_is_real(eps) and 0 <= eps < 1):
-        raise ValueError(f"eps must be in [0, 1), but got {eps!r}")
+    require_dropout(eps, "eps")                  # a share of the mass: [0, 1)
     return 1 - eps + eps / n_vocab, eps / n_vocab
 
 

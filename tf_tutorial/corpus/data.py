@@ -8,7 +8,6 @@ Shape legend: B batch, S source length, T target length (with BOS and EOS).
 from __future__ import annotations
 
 import functools
-import numbers
 import random
 import re
 import unicodedata
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from tf_tutorial._checks import require_integers, require_sizes
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -190,8 +190,8 @@ def _known(word: str, vocab: Vocab, first: bool = False, surname: bool = False) 
     return None
 
 
-# after NFKC: the two marks it leaves, ‘ as ’ is read, and no quotes or brackets (the corpus has none)
-_TYPED = str.maketrans({"。": ".", "、": ",", "‘": "'", **{c: " " for c in '"“”„«»「」『』()[]{}《》〈〉'}})
+# after NFKC: the two marks it leaves, ‘ and ’ read as ', and no quotes or brackets (the corpus has none)
+_TYPED = str.maketrans({"。": ".", "、": ",", "‘": "'", "’": "'", **{c: " " for c in '"“”„«»「」『』()[]{}《》〈〉'}})
 
 
 def normalise(text: str, src_vocab: Vocab) -> list[str]:
@@ -201,13 +201,13 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
     In order: full-width characters typed with a Chinese input method become
     their ASCII forms (。，？！ and full-width digits: Unicode NFKC, plus 。 → . and
-    、 → ,); digits become number words (305000 and 305,000 → three hundred and five
-    thousand; 1 to 999,999,999 only, like the corpus); "!" becomes "." and ’ becomes ';
+    、 → ,), ‘ and ’ become ', and quotes and brackets go ("“I love China”" → I love
+    China .); digits become number words (305000 and 305,000 → three hundred and five
+    thousand; 1 to 999,999,999 only, like the corpus); "!" becomes ".";
     "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", and "I'm",
     "you're", "we'll" their long forms (am, are, will: the words the corpus has); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
     one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
-    quotes and brackets go ("“I love China”" → I love China .);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's (and any other mark, as an
     unknown token of its own: "China;" → China ;); words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
@@ -231,7 +231,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
                          "only those are known to the model")
-    text = text.replace("!", ".").replace("\u2019", "'")
+    text = text.replace("!", ".")
     for short, long in _CONTRACTIONS:
         text = short.sub(long, text)
     text = _TENS_UNITS.sub(r"\1 \2", text)
@@ -358,11 +358,8 @@ def make_corpus(n_train: int = 100_000, n_valid: int = 1000, n_test: int = 1000,
     """
     sizes = (("n_train", n_train), ("n_valid", n_valid), ("n_test", n_test), ("n_longer", n_longer),
              ("n_deeper", n_deeper))
-    for name, n in sizes:                 # NumPy integers are integers too
-        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"{name} must be a positive integer, but got {n!r}")
-    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool):   # None would seed from the clock
-        raise ValueError(f"seed must be an integer, but got {seed!r}")
+    require_sizes(**dict(sizes))          # NumPy integers are integers too
+    require_integers(seed=seed)           # None would seed from the clock
     n_train, n_valid, n_test, n_longer, n_deeper, seed = map(
         int, (n_train, n_valid, n_test, n_longer, n_deeper, seed))
     seen: set = set()
@@ -413,10 +410,7 @@ def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None =
         raise ValueError(f"give exactly one of batch_size and max_tokens, but got batch_size={batch_size!r}, "
                          f"max_tokens={max_tokens!r}")
     limit = batch_size if batch_size is not None else max_tokens
-    if (isinstance(limit, bool) or not isinstance(limit, numbers.Integral)
-            or limit < 1):
-        name = "batch_size" if batch_size is not None else "max_tokens"
-        raise ValueError(f"{name} must be a positive integer, but got {limit!r}")
+    require_sizes(**{"batch_size" if batch_size is not None else "max_tokens": limit})
     limit = int(limit)
     if max_tokens is not None and lengths and max(max(pair) for pair in lengths) > max_tokens:
         raise ValueError(f"max_tokens={max_tokens} is smaller than the longest sentence "

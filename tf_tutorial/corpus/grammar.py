@@ -22,7 +22,7 @@ DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
 ONES = ("zero one two three four five six seven eight nine ten eleven twelve "
         "thirteen fourteen fifteen sixteen seventeen eighteen nineteen").split()
 TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
-SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}   # the words number_en uses
+SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}   # the scale words number_en writes
 
 
 def number_en(n: int) -> list[str]:
