@@ -395,3 +395,31 @@ def test_max_len_is_the_third_argument_and_the_ids_are_keyword_only(model, src):
         greedy_decode(model, src, 6, 1)
     with pytest.raises(TypeError, match="positional argument"):
         beam_search(model, src, 3, 6, 0.6)
+
+
+@pytest.mark.parametrize("ids, message", [
+    # the last id is scored, never embedded: 99 used to reach gather as an IndexError
+    (torch.tensor([[5, 99]] * 3), r"^ids: token id 99 is out of range for the target vocabulary of 27 tokens$"),
+    (torch.tensor([[-1]] * 3), r"^ids: token id -1 is out of range"),
+    (torch.tensor([5, 6, 2]), r"^ids: expected token ids of shape \(B, T\), but got torch.int64 of shape \(3,\)$"),
+    (torch.zeros(3, 0, dtype=torch.long), r"^ids: expected at least one token \(EOS included\), but got shape \(3, 0\)$"),
+    (torch.full((3, 65), 4), r"^ids: 65 tokens exceed the model's max_len=64$"),   # used to name tgt_in
+    (torch.tensor([[5, 2]] * 2), r"^src and ids must have the same batch size, but got \(3, 9\) and \(2, 2\)$"),
+])
+def test_log_prob_names_ids_when_they_are_bad(model, src, ids, message):
+    with pytest.raises(ValueError, match=message):
+        log_prob(model, src, ids)
+
+
+def test_attention_maps_names_its_arguments_when_the_batches_differ(model, src):
+    # used to name the decoder's internal x and memory
+    with pytest.raises(ValueError, match=r"^src and tgt_in must have the same batch size, "
+                                         r"but got \(3, 9\) and \(2, 2\)$"):
+        attention_maps(model, src, torch.tensor([[1, 4]] * 2))
+
+
+def test_the_last_beam_trace_entry_keeps_done_as_its_docstring_says(model, src):
+    trace = []
+    beam_search(model, src, beam_size=2, max_len=3, trace=trace)
+    assert list(trace[-1]) == ["tokens", "logp", "done", "length", "score"]
+    assert trace[-1]["done"] == trace[-2]["done"] and all(all(row) for row in trace[-1]["done"])

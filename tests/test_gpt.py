@@ -921,3 +921,17 @@ def test_a_plus_inf_logit_is_certainty_in_every_sampling_path():
         drawn = sample(logits[:1], generator=torch.Generator().manual_seed(0), **kw)
         assert drawn.tolist() == [1], kw
     assert set(sample(logits[1:].expand(200, 3), generator=torch.Generator().manual_seed(0)).tolist()) == {1, 2}
+
+
+def test_a_call_refused_for_its_token_ids_leaves_the_cache_as_it_was():
+    # the out-of-range id used to be caught after the cache's pad record had grown: the next
+    # valid call then failed with a mask error about shapes the user never chose
+    m = _model()
+    tokens = _tokens(B=1, L=3)
+    full = m(tokens)
+    cache = m.new_cache()
+    m(tokens[:, :2], cache=cache)
+    with pytest.raises(ValueError, match=rf"^tokens: token id 99 is out of range for vocab_size={V}$"):
+        m(torch.tensor([[99]]), cache=cache)
+    assert cache.length == 2 and cache.not_pad.shape == (1, 2)
+    torch.testing.assert_close(m(tokens[:, 2:], cache=cache), full[:, 2:], rtol=0, atol=1e-12)

@@ -227,3 +227,24 @@ def test_no_key_at_all_gives_zeros_like_a_fully_masked_row():
         assert torch.equal(mha(q, empty, empty), torch.zeros(2, 3, 8))
         masked = mha(q, q, q, mask=torch.zeros(2, 3, 3, dtype=torch.bool))
         assert torch.equal(masked, torch.zeros(2, 3, 8))
+
+
+@pytest.mark.parametrize("kind", ["mha", "gqa", "gqa-rope"])
+def test_a_call_refused_for_its_mask_leaves_the_kv_cache_as_it_was(kind):
+    # the bad mask used to be caught only after the new keys were appended: the retry then
+    # attended to the position twice and gave a wrong answer without an error
+    from tf_tutorial.multihead import GroupedQueryAttention, KVCache
+    from tf_tutorial.rope import RotaryEmbedding
+    torch.manual_seed(0)
+    m = {"mha": lambda: MultiHeadAttention(8, 2),
+         "gqa": lambda: GroupedQueryAttention(8, 2, 1),
+         "gqa-rope": lambda: GroupedQueryAttention(8, 2, 1, rotary=RotaryEmbedding(4))}[kind]().double().eval()
+    x = torch.randn(1, 4, 8, dtype=torch.float64)
+    full = m(x, x, x, mask=causal_mask(4))
+    cache = KVCache()
+    m(x[:, :3], x[:, :3], x[:, :3], mask=causal_mask(3), cache=cache)
+    with pytest.raises(ValueError, match=r"mask of shape \(1, 2\)"):
+        m(x[:, 3:], x[:, 3:], x[:, 3:], mask=torch.ones(1, 2, dtype=torch.bool), cache=cache)
+    assert cache.length == 3
+    retry = m(x[:, 3:], x[:, 3:], x[:, 3:], mask=torch.ones(1, 4, dtype=torch.bool), cache=cache)
+    torch.testing.assert_close(retry, full[:, 3:], rtol=0, atol=1e-12)

@@ -131,3 +131,17 @@ def test_fused_and_written_out_paths_agree_on_a_wider_input():
 def test_layer_norm_fused_must_be_a_bool():
     with pytest.raises(TypeError, match="fused must be True or False, but got 'no'"):
         LayerNorm(8, fused="no")
+
+
+def test_in_float16_the_written_out_path_zeroes_a_row_whose_squares_overflow_as_documented():
+    # the docstring and chapter 5 say so: (x - mu)^2 above 65504 is inf in float16, so the
+    # variance is inf and the row comes out as zeros; F.layer_norm keeps float32 statistics
+    x = torch.zeros(2, 16)
+    x[0, 0] = 300.0                                   # (300 - 18.75)^2 > 65504
+    x[1] = torch.linspace(-3, 3, 16)                  # an ordinary row
+    exact = nn.functional.layer_norm(x, (16,))
+    plain = LayerNorm(16, fused=False).half()(x.half())
+    fused = LayerNorm(16).half()(x.half())
+    assert plain[0].abs().max() == 0 and exact[0].abs().max() > 3
+    torch.testing.assert_close(plain[1].float(), exact[1], atol=1e-2, rtol=1e-2)
+    torch.testing.assert_close(fused.float(), exact, atol=1e-2, rtol=1e-2)

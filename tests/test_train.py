@@ -181,6 +181,16 @@ def test_a_bad_training_configuration_is_refused_when_made(bad, message):
         dataclasses.replace(TINY, **bad)
 
 
+def test_numpy_integers_in_a_training_configuration_are_kept_as_plain_ints():
+    # they are accepted; kept as np.int64 they made the config fail to save
+    # as JSON (the records) and print unlike one written by hand
+    import numpy as np
+    cfg = dataclasses.replace(TINY, seed=np.int64(3), steps=np.int32(4), batch_tokens=np.int64(500))
+    assert [type(v) for v in (cfg.seed, cfg.steps, cfg.batch_tokens)] == [int, int, int]
+    assert json.loads(json.dumps(dataclasses.asdict(cfg)))["seed"] == 3
+    assert cfg == dataclasses.replace(TINY, seed=3, steps=4, batch_tokens=500)
+
+
 def test_norm_first_must_be_a_flag_when_the_configuration_is_made():
     # "no" is a non-empty string: it used to reach the model and mean True
     with pytest.raises(TypeError, match="^norm_first must be True or False, but got 'no'$"):

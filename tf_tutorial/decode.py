@@ -16,10 +16,11 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import (_is_real, require_flags, require_ids,
-                                 require_sizes, require_token_id)
+from tf_tutorial._checks import (_is_real, require_fits, require_flags,
+                                 require_ids, require_sizes,
+                                 require_token_id)
 from tf_tutorial.decoder import DecoderCache
-from tf_tutorial.model import Transformer
+from tf_tutorial.model import Transformer, require_pair
 
 
 def decode_step(model: Transformer, tokens: torch.Tensor, memory: torch.Tensor,
@@ -266,6 +267,7 @@ def beam_search(model: Transformer, src: torch.Tensor,
     if trace is not None:
         trace.append({"tokens": ys[:, 1:].view(B, k, -1).tolist(),
                       "logp": scores.tolist(),
+                      "done": done.view(B, k).tolist(),
                       "length": lengths.view(B, k).tolist(),
                       "score": final.view(B, k).tolist()})
     best = final.view(B, k).argmax(-1) + torch.arange(B, device=dev) * k
@@ -289,8 +291,17 @@ def log_prob(model: Transformer, src: torch.Tensor,
     for the reference and for a wrong output tells a search error from a model
     error.
     """
+    require_pair(src, ids, "ids")
     _require_model_device(model, src=src, ids=ids)
     c = model.config
+    if ids.shape[1] == 0:
+        raise ValueError("ids: expected at least one token (EOS included), "
+                         f"but got shape {tuple(ids.shape)}")
+    require_fits("ids", 0, ids.shape[1], c.max_len)
+    bad = ids[(ids < 0) | (ids >= c.tgt_vocab_size)]   # the last id too
+    if bad.numel():
+        raise ValueError(f"ids: token id {bad[0].item()} is out of range for "
+                         f"the target vocabulary of {c.tgt_vocab_size} tokens")
     tgt_in = torch.cat([torch.full_like(ids[:, :1], c.bos_id), ids[:, :-1]],
                        dim=1)                             # (B, L)
     logits = _never_emit(model(src, tgt_in).float(),
@@ -353,6 +364,7 @@ def attention_maps(model: Transformer, src: torch.Tensor,
 
     Returns {"self": [(B, H, T, T)] * N, "cross": [(B, H, T, S)] * N}.
     """
+    require_pair(src, tgt_in)
     _require_model_device(model, src=src, tgt_in=tgt_in)
     memory, src_mask = model.encode(src)
     _, maps = model.decode(tgt_in, memory, src_mask, return_weights=True)

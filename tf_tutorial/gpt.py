@@ -309,6 +309,7 @@ class GPT(nn.Module):
         if L == 0:
             raise ValueError("tokens: expected at least one token, "
                              f"but got shape {tuple(tokens.shape)}")
+        x = _embed(self.embed, tokens, "tokens")       # (B, L, D); ids checked
         if cache is None:
             mask = (causal_mask(L, tokens.device)
                     & padding_mask(tokens, self.config.pad_id))     # (B, L, L)
@@ -321,7 +322,6 @@ class GPT(nn.Module):
             mask = cache.not_pad[:, None, :]                # (B, 1, t + L)
             if L > 1:
                 mask = mask & causal_mask(start + L, tokens.device)[start:]
-        x = _embed(self.embed, tokens, "tokens")       # (B, L, D)
         x = self.positions(x, start)
         maps = []
         for i, block in enumerate(self.blocks):

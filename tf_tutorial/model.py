@@ -141,6 +141,20 @@ class TransformerConfig:
         return asdict(self)
 
 
+def require_pair(src, tgt, tgt_name: str = "tgt_in") -> None:
+    """检查源句和目标句是两批词元编号，批大小相同。
+
+    src (B, S) and ``tgt`` (B, T) token ids; errors name ``tgt_name``, the
+    argument the caller was given (``ids`` in :func:`decode.log_prob`).
+    """
+    require_ids(src, "src", lead="B, S")
+    require_ids(tgt, tgt_name, lead="B, T")
+    if src.shape[0] != tgt.shape[0]:
+        raise ValueError(
+            f"src and {tgt_name} must have the same batch size, but got "
+            f"{tuple(src.shape)} and {tuple(tgt.shape)}")
+
+
 def _embed(table: TokenEmbedding, ids: torch.Tensor, name: str):
     """Look ids up; an id out of range names the argument it came in."""
     try:
@@ -233,12 +247,7 @@ class Transformer(nn.Module):
 
     def forward(self, src: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """教师强制（teacher forcing）下的一次完整前向：先编码，再解码。"""
-        require_ids(src, "src", lead="B, S")
-        require_ids(tgt_in, "tgt_in", lead="B, T")
-        if src.shape[0] != tgt_in.shape[0]:
-            raise ValueError(
-                f"src and tgt_in must have the same batch size, but got "
-                f"{tuple(src.shape)} and {tuple(tgt_in.shape)}")
+        require_pair(src, tgt_in)
         memory, src_mask = self.encode(src)
         return self.decode(tgt_in, memory, src_mask)
 

@@ -201,6 +201,9 @@ class MultiHeadAttention(nn.Module):
         else:
             k, v = self.project_kv(key, value)  # (B, H, S, d_k)
             if cache is not None:
+                if mask is not None:  # a bad mask: refused before it grows
+                    heads_mask(mask, *query.shape[:2],
+                               cache.length + k.shape[2])
                 k, v = cache.update(k, v)       # (B, H, t + S, d_k)
         return self.attend(query, k, v, mask, return_weights)
 
@@ -333,6 +336,9 @@ class GroupedQueryAttention(nn.Module):
                 start = 0 if cache is None else cache.length
                 q, k = self.rotary(q, start), self.rotary(k, start)
             if cache is not None:
+                if mask is not None:  # a bad mask: refused before it grows
+                    heads_mask(mask, *query.shape[:2],
+                               cache.length + k.shape[2])
                 k, v = cache.update(k, v)            # (B, H_kv, t + S, d_k)
         return self.attend(q, k, v, mask, return_weights)
 

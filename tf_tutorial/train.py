@@ -32,7 +32,8 @@ from tf_tutorial._checks import (require_counts, require_dropout,
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
-                               count_parameters, require_positive_ints)
+                               count_parameters, plain_ints,
+                               require_positive_ints)
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,11 @@ class TrainConfig:
         require_dropout(self.dropout)
         require_flags(norm_first=self.norm_first)
         require_integers(seed=self.seed)
+        # NumPy integers are accepted; kept as plain ints, the config saves
+        # in a checkpoint and a JSON record like one written by hand
+        plain_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train",
+                          "batch_size", "batch_tokens", "steps", "warmup",
+                          "eval_every", "seed"))
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""

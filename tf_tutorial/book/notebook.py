@@ -77,7 +77,7 @@ def check_run(claim: bool, message: str, note: str | None = None) -> None:
 
     A claim about one training run, which another CPU may not reproduce: a different
     CPU rounds matrix products differently, and over a thousand steps that grows into
-    another model (chapter 10.3). The prose describes the run stored with the page.
+    another model (chapter 10.8). The prose describes the run stored with the page.
 
     With the environment variable ``TF_TUTORIAL_STRICT`` set (``scripts.sync_book``
     sets it when it executes the page that is committed) a false claim raises, as
@@ -94,7 +94,7 @@ def check_run(claim: bool, message: str, note: str | None = None) -> None:
             raise
         print(wrap(f"注意：这次训练出的模型{RUN_NOTE}（{note or message}）。"
                    "正文描述的是随网页保存的那次运行；换一台机器（不同的 CPU）"
-                   "训练，得到的模型会略有不同（第 10 章 10.3 节）。"))
+                   "训练，得到的模型会略有不同（第 10 章 10.8 节）。"))
 
 
 def display_width(text: str) -> int:
