@@ -100,6 +100,8 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
                            resources={"metadata": {"path": str(md.parent)}}).execute()
     elif ipynb.exists():
         old = nbformat.read(ipynb, as_version=4)
+        if "language_info" in old.metadata:   # the kernel wrote it when it ran
+            nb.metadata["language_info"] = old.metadata["language_info"]
         by_source = {c.source: c for c in old.cells if c.cell_type == "code"}
         for cell in nb.cells:
             if cell.cell_type == "code" and cell.source in by_source:

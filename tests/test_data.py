@@ -197,3 +197,19 @@ def test_numpy_integers_are_integers_for_the_corpus_and_its_batches():
     assert a.train == b.train and len(a.train) == 20
     lengths = [(2, 3)] * 5
     assert batch_indices(lengths, batch_size=np.int64(2), seed=0) == batch_indices(lengths, batch_size=2, seed=0)
+
+
+def test_max_tokens_alone_is_enough_and_neither_means_64_sentences():
+    # max_tokens alone used to clash with batch_size's default of 64 ("give exactly one of ...")
+    lengths = [(3 + i % 7, 4 + i % 5) for i in range(300)]
+    assert batch_indices(lengths, max_tokens=40, seed=1) == batch_indices(lengths, None, 40, seed=1)
+    assert sorted(map(len, batch_indices(lengths, seed=1)))[-1] == 64
+    assert [len(s) for s, _ in batches([([1], [1, 2])] * 70, shuffle=False)] == [64, 6]
+
+
+@pytest.mark.parametrize("lengths, bad", [([3, 5], "3 at index 0"), ([(1, 2), (3,)], r"\(3,\) at index 1")])
+def test_lengths_must_be_pairs(lengths, bad):
+    # a list of numbers used to fail with "'int' object is not iterable"
+    with pytest.raises(ValueError, match=rf"^lengths: expected one \(source length, target length\) pair per "
+                                         rf"sentence, but got {bad}$"):
+        batch_indices(lengths, batch_size=4)

@@ -208,3 +208,10 @@ def test_sentence_bleu_names_a_max_n_that_is_not_a_positive_integer(max_n):
     # 0 and -1 used to score 0.0 silently
     with pytest.raises(ValueError, match=f"^max_n must be a positive integer, but got {re.escape(repr(max_n))}$"):
         sentence_bleu("我 爱 中国", "我 爱 中国", max_n=max_n)
+
+
+@pytest.mark.parametrize("english", [[], "the dog runs ."])
+def test_phenomena_wants_the_tokens_of_a_sentence(english):
+    # [] used to be an IndexError, and a str was read character by character
+    with pytest.raises(ValueError, match=r"^english: expected the tokens of a sentence \(a non-empty list\)"):
+        phenomena(english)

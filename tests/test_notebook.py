@@ -129,3 +129,21 @@ def test_sync_book_executes_the_page_strictly(monkeypatch, tmp_path):
                   "  display_name: Python 3\n---\n\n# t\n\n```{code-cell} ipython3\n1\n```\n")
     sync_book.build_notebook(md)
     assert seen["strict"] == "1" and STRICT not in os.environ
+
+
+def test_syncing_inputs_only_keeps_outputs_and_the_kernels_language_info(tmp_path):
+    # --no-execute used to drop the language_info the executing kernel had written
+    import nbformat
+    from scripts import sync_book
+    md = tmp_path / "page.md"
+    md.write_text("---\njupytext:\n  text_representation:\n    extension: .md\n"
+                  "    format_name: myst\nkernelspec:\n  name: python3\n"
+                  "  display_name: Python 3\n---\n\n# t\n\n```{code-cell} ipython3\n1\n```\n")
+    old = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "1", outputs=[nbformat.v4.new_output("execute_result", {"text/plain": "1"}, execution_count=1)])])
+    old.metadata["language_info"] = {"name": "python", "version": "3.11"}
+    nbformat.write(old, tmp_path / "page.ipynb")
+    md.write_text(md.read_text().replace("# t", "# a new title"))
+    nb = nbformat.read(sync_book.build_notebook(md, execute=False), as_version=4)
+    assert nb.metadata["language_info"] == {"name": "python", "version": "3.11"}
+    assert nb.cells[0].source == "# a new title" and nb.cells[1].outputs[0]["data"] == {"text/plain": "1"}

@@ -175,6 +175,8 @@ def test_train_refuses_limits_it_would_ignore(corpus, limits, message, monkeypat
     # these two used to pass here and fail only inside train()
     (dict(seed=1.5), "^seed must be an integer, but got 1.5$"),
     (dict(seed="0"), "^seed must be an integer, but got '0'$"),
+    # torch.manual_seed's range: 2**70 used to fail inside train() naming no argument
+    (dict(seed=2**70), r"^seed must be in \[-2\*\*63, 2\*\*64\), but got 1180591620717411303424$"),
 ])
 def test_a_bad_training_configuration_is_refused_when_made(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -797,3 +799,74 @@ def test_noam_lr_refuses_what_has_no_schedule(args, message):
 
 def test_noam_lr_still_treats_step_0_as_step_1():
     assert noam_lr(0, 16, 10) == noam_lr(1, 16, 10) > 0
+
+
+# the forced overflow skips the very first optimizer step, which PyTorch's scheduler remarks on
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before `optimizer.step\\(\\)`")
+def test_resuming_an_fp16_run_keeps_the_loss_scalers_state(corpus, tmp_path, monkeypatch):
+    # the checkpoint had no scaler: after a resume the scale started again from its initial value,
+    # the overflowing steps were skipped a second time, and the curve left the uninterrupted one
+    import functools
+    import tf_tutorial.train as T
+    monkeypatch.setattr(T.torch.amp, "GradScaler", functools.partial(torch.amp.GradScaler, init_scale=2.0**40))
+    run = functools.partial(train, TINY, corpus=corpus, progress=False, precision="fp16")
+    straight = run(max_steps=30).history["loss"]
+    run(out_dir=tmp_path, max_steps=15)
+    scale = load_checkpoint(tmp_path)["scaler"]["scale"]
+    assert scale < 2.0**40                                  # it came down, overflowing
+    resumed = run(resume=tmp_path, max_steps=30).history["loss"]
+    assert resumed == straight
+
+
+def test_resuming_past_the_steps_asked_for_is_refused(corpus, tmp_path):
+    # it used to return the checkpoint's 5-step model for a request of 3 steps, without a word
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=5)
+    with pytest.raises(ValueError, match=r"^resume: checkpoint .* has already trained 5 steps, past the 3 "
+                                         r"asked for \(steps=40, max_steps=3\)$"):
+        train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_steps=3)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(corpus="abc"), TypeError, "^corpus must be a Corpus \\(from make_corpus\\) or None, but got str$"),
+    (dict(out_dir=5), TypeError, r"^out_dir=5: expected a directory name \(str or Path\), but got int$"),
+    (dict(device="meta"), ValueError, "^device 'meta' holds shapes but no data"),
+])
+def test_train_names_a_bad_argument_before_it_starts(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        train(TINY, progress=False, **kwargs)
+
+
+def test_cli_ctrl_c_says_which_checkpoint_is_kept(corpus, tmp_path, capsys, monkeypatch):
+    import tf_tutorial.train as T
+    real = T.train
+
+    def interrupted(cfg, **kwargs):                 # Ctrl-C after the checkpoint of step 20
+        real(cfg, **{**kwargs, "corpus": corpus}, max_steps=20)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "train", interrupted)
+    out = tmp_path / "run"
+    assert T.main(["--config", "tiny", "--out", str(out), "--no-progress"]) == 130
+    assert capsys.readouterr().err == (f"\npython -m tf_tutorial.train: interrupted; {out / 'checkpoint.pt'} "
+                                       f"holds step 20; continue with --resume {out}\n")
+
+    def at_once(cfg, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(T, "train", at_once)
+    fresh = tmp_path / "fresh"
+    assert T.main(["--config", "tiny", "--out", str(fresh), "--no-progress"]) == 130
+    assert capsys.readouterr().err.endswith("interrupted; no checkpoint was saved\n")
+    assert not fresh.exists()                       # the folder it made is gone again
+
+
+def test_cli_a_changed_configuration_is_one_warning_line(corpus, tmp_path, capsys, monkeypatch):
+    import tf_tutorial.train as T
+    real = T.train
+    monkeypatch.setattr(T, "train", lambda cfg, **kw: real(cfg, **{**kw, "corpus": corpus}))
+    assert T.main(["--config", "tiny", "--out", str(tmp_path), "--steps", "4", "--no-progress"]) == 0
+    capsys.readouterr()
+    assert T.main(["--resume", str(tmp_path), "--steps", "6", "--batch-size", "8", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("python -m tf_tutorial.train: warning: resuming ") and err.count("\n") == 1
+    assert "batch_size=32 (this run: 8)" in err

@@ -376,3 +376,31 @@ def test_hyphenated_number_words_are_written_as_the_corpus_writes_them(t):
     assert normalise("Ninety-Nine dogs", v) == normalise("ninety nine dogs", v)
     assert "twenty" in normalise("twenty-two", v) and "twenty-two" not in normalise("twenty-two", v)
     assert normalise("a well-known dog", v)[1] == "well-known"       # only number words are split
+
+
+def test_after_a_pronoun_s_is_is_not_the_possessive(t):
+    # "he's" used to stay he + 's: a known token, so no note, and a sentence shape the corpus never has
+    assert normalise("He's happy.", t.src_vocab) == ["he", "is", "happy", "."]
+    assert normalise("who's there?", t.src_vocab) == ["who", "is", "there", "?"]
+    assert normalise("Rose's book is red.", t.src_vocab)[:2] == ["Rose", "'s"]      # a name's 's stays
+
+
+def test_cli_a_reader_that_stops_reading_ends_it_quietly(ckpt):
+    # ... | head -1 used to print a BrokenPipeError traceback
+    import os
+    read, write = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "tf_tutorial.translate", ckpt, "--device", "cpu"],
+                            stdin=subprocess.PIPE, stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    os.close(read)                                   # nobody reads the translations
+    _, err = proc.communicate("I love China.\n" * 300, timeout=120)
+    assert proc.returncode == 141 and "Traceback" not in err and err == ""
+
+
+def test_cli_ctrl_c_while_reading_stdin_ends_without_a_traceback(ckpt, capsys, monkeypatch):
+    class Interrupted(io.StringIO):
+        def __iter__(self):
+            raise KeyboardInterrupt
+    monkeypatch.setattr(sys, "stdin", Interrupted())
+    assert main([ckpt, "--device", "cpu"]) == 130
+    assert capsys.readouterr().err == "\n"

@@ -179,6 +179,9 @@ def phenomena(english: list[str]) -> list[str]:
     Which of the grammar's phenomena an English sentence exercises
     (for error analysis).
     """
+    if isinstance(english, str) or not english:
+        raise ValueError("english: expected the tokens of a sentence (a "
+                         f"non-empty list), but got {english!r}")
     words = set(english)
     tags = []
     if words & NUMBER_WORDS:

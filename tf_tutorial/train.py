@@ -79,6 +79,9 @@ class TrainConfig:
         require_dropout(self.dropout)
         require_flags(norm_first=self.norm_first)
         require_integers(seed=self.seed)
+        if not -2**63 <= self.seed < 2**64:   # what torch.manual_seed takes
+            raise ValueError(f"seed must be in [-2**63, 2**64), but got "
+                             f"{self.seed}")
         # NumPy integers are accepted; kept as plain ints, the config saves
         # in a checkpoint and a JSON record like one written by hand
         plain_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train",
@@ -190,6 +193,12 @@ def pick_device(name: str = "auto") -> torch.device:
     except (RuntimeError, TypeError):
         raise ValueError(f"device must be 'auto', 'cpu', 'cuda', 'cuda:N' or "
                          f"another torch device, but got {name!r}") from None
+    if dev.type == "meta":
+        raise ValueError("device 'meta' holds shapes but no data: training "
+                         "needs 'cpu' or 'cuda'")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ValueError("device 'mps' was asked for, but this machine (or "
+                         "this PyTorch) has no Apple GPU support")
     if dev.type == "cuda":        # say so here, not deep inside .to(device)
         count = torch.cuda.device_count() if torch.cuda.is_available() else 0
         if count == 0:
@@ -250,6 +259,9 @@ def prepare_out_dir(out_dir, name: str = "out_dir=") -> Path:
     there, before any training time is spent; otherwise raise a ValueError
     that names ``name`` and the path.
     """
+    if not isinstance(out_dir, (str, os.PathLike)):
+        raise TypeError(f"{name}{out_dir!r}: expected a directory name (str "
+                        f"or Path), but got {type(out_dir).__name__}")
     if not str(out_dir).strip():           # Path("") would be the cwd
         raise ValueError(f"{name}{out_dir!r}: expected a directory, "
                          "but got an empty path")
@@ -487,9 +499,11 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     ``out_dir``: where the checkpoint (``checkpoint.pt``) is written, after
     every evaluation and at the end; created if missing, checked before the
     first step. ``resume``: a checkpoint path; training continues from its
-    step with the same data order and random state, so the loss curve carries
-    on as if never stopped. ``max_steps`` stops early (the learning rate of a
-    step does not depend on where training stops); used to show resuming.
+    step with the same data order, random state and (fp16) loss scale, so
+    the loss curve carries on as if never stopped; a checkpoint already past
+    the steps asked for is refused. ``max_steps`` stops early (the learning
+    rate of a step does not depend on where training stops); used to show
+    resuming.
     ``max_seconds`` stops once that much training time has passed (a time
     budget). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests
@@ -505,6 +519,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         require_sizes(max_steps=max_steps)
     if max_seconds is not None:
         require_positive(max_seconds=max_seconds)    # NaN is refused too
+    if corpus is not None and not isinstance(corpus, Corpus):
+        raise TypeError(f"corpus must be a Corpus (from make_corpus) or None, "
+                        f"but got {type(corpus).__name__}")
     rank, world, dev = _distributed(pick_device(device))
     if max_seconds is not None and world > 1:
         raise ValueError("max_seconds cannot be used with several processes: "
@@ -541,6 +558,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                           "on as if it had never stopped", stacklevel=2)
     amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
+    if state and scaler.is_enabled() and state.get("scaler"):
+        scaler.load_state_dict(state["scaler"])  # fp16: the scale it reached
     net = nn.parallel.DistributedDataParallel(model) if world > 1 else model
     fwd = (torch.compile(net, backend=(compile if isinstance(compile, str)
                                        else "inductor"))
@@ -555,6 +574,10 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                          f"cannot hold the longest training sentence "
                          f"({longest} tokens)")
     stop = cfg.steps if max_steps is None else min(cfg.steps, max_steps)
+    if step > stop:   # equal: already done, returned as saved
+        raise ValueError(f"resume: checkpoint {resume} has already trained "
+                         f"{step} steps, past the {stop} asked for (steps="
+                         f"{cfg.steps}, max_steps={max_steps})")
     bar = _progress(progress and rank == 0, initial=step, total=stop,
                     desc=f"train[{cfg.name}]")
     losses = []  # on the device; copied to the host in groups (one sync each)
@@ -603,7 +626,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                     so_far = history["seconds"] + this_run()
                     _save(out_dir, model, opt, sched,
                           {**history, "seconds": so_far}, step, cfg, mcfg,
-                          corpus, dev)
+                          corpus, dev, scaler)
         bar.close()
         # stopped by the time budget
         if not history["eval_step"] or history["eval_step"][-1] != step:
@@ -617,15 +640,16 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         history["rank_checksums"] = sums
     if out_dir is not None and rank == 0:
         _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-              dev)
+              dev, scaler)
     return TrainResult(model, corpus, history, cfg, dev)
 
 
 def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-          dev) -> None:
+          dev, scaler) -> None:
     save_checkpoint(
         Path(out_dir) / "checkpoint.pt", model=model.state_dict(),
         optimizer=opt.state_dict(), scheduler=sched.state_dict(),
+        scaler=scaler.state_dict(),   # {} unless fp16
         history=history, step=step, **_rng_state(dev),
         train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
         src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
@@ -788,6 +812,13 @@ def _config(parser, args) -> TrainConfig:
     return cfg
 
 
+def _one_line_warning(prog: str):
+    """A ``warnings.showwarning`` for the command line: one line, no source."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        print(f"{prog}: warning: {message}", file=sys.stderr)
+    return show
+
+
 def main(argv=None) -> int:
     """命令行入口：``python -m tf_tutorial.train``。"""
     parser = _parser()
@@ -815,13 +846,26 @@ def main(argv=None) -> int:
                 f"with --resume {args.out}, or add --overwrite to replace it")
     created = None if args.out is None else _prepare_out(parser, args.out)
     try:
-        result = train(
-            cfg, out_dir=args.out, resume=args.resume, device=args.device,
-            compile=args.compile, progress=not args.no_progress,
-            precision=args.precision, max_seconds=args.max_seconds)
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line_warning(parser.prog)
+            result = train(
+                cfg, out_dir=args.out, resume=args.resume, device=args.device,
+                compile=args.compile, progress=not args.no_progress,
+                precision=args.precision, max_seconds=args.max_seconds)
     except (CheckpointError, ValueError) as e:
         _remove_if_empty(created)
         parser.error(str(e))
+    except KeyboardInterrupt:                     # Ctrl-C: say what is kept
+        saved = None if args.out is None else args.out / "checkpoint.pt"
+        if saved is not None and saved.is_file():
+            step = load_checkpoint(saved)["step"]
+            note = (f"{saved} holds step {step}; continue with "
+                    f"--resume {args.out}")
+        else:
+            note = "no checkpoint was saved"
+            _remove_if_empty(created)
+        print(f"\n{parser.prog}: interrupted; {note}", file=sys.stderr)
+        return 130
     rank = dist.get_rank() if dist.is_initialized() else 0
     if rank == 0:
         from tf_tutorial.metrics import evaluate

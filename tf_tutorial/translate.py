@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import sys
 
 import torch
@@ -207,7 +208,23 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """命令行入口：``python -m tf_tutorial.translate``。"""
+    """命令行入口：``python -m tf_tutorial.translate``。
+
+    Ctrl-C ends it with status 130 and a reader that stops reading
+    (``... | head -1``) with 141, as a shell tool would, without a traceback.
+    """
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        print(file=sys.stderr)        # end the line the ^C was typed on
+        return 130
+    except BrokenPipeError:
+        # Python would fail again flushing stdout at exit: send it nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _main(argv=None) -> int:
     parser = _parser()
     # options may come after the sentence
     args = parser.parse_intermixed_args(argv)

@@ -97,7 +97,9 @@ _CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
     (r"\b(w)on't\b", r"\1ill not"),                                       # won't → will not
     (r"\b(I)'m\b", r"\1 am"),                                             # I'm → I am
     (r"\b(you|we|they)'re\b", r"\1 are"),                                 # they're → they are
-    (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"))]                      # we'll → we will
+    (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"),                      # we'll → we will
+    # after these words 's is never the possessive (the corpus has no "has")
+    (r"\b(he|she|it|that|there|what|who)'s\b", r"\1 is"))]               # he's → he is
 _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
                          r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
@@ -205,7 +207,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     China .); digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes ".";
     "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", and "I'm",
-    "you're", "we'll" their long forms (am, are, will: the words the corpus has); "twenty-two" becomes
+    "you're", "we'll", "he's" their long forms (am, are, will, is: the words the corpus has; after
+    he, she, it, that, there, what and who 's is "is", never the possessive); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
     one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's (and any other mark, as an
@@ -394,7 +397,7 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
     return out
 
 
-def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None = None,
+def batch_indices(lengths, batch_size: int | None = None, max_tokens: int | None = None,
                   shuffle: bool = True, seed: int = 0) -> list[list[int]]:
     """把长度相近的句子分进同一批（分桶），让填充尽量少。
 
@@ -404,14 +407,22 @@ def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None =
     within pools of about 50 batches and cut into batches; the batches are then shuffled.
     A batch holds ``batch_size`` sentences, or, with ``max_tokens``, as many as fit in
     ``max_tokens`` padded tokens on its longer side (the paper's "about 25000 tokens"): short
-    sentences then come in large batches and long ones in small batches.
+    sentences then come in large batches and long ones in small batches. Give one of the two;
+    with neither, a batch holds 64 sentences.
     """
-    if (batch_size is None) == (max_tokens is None):
+    if batch_size is None and max_tokens is None:
+        batch_size = 64
+    if batch_size is not None and max_tokens is not None:
         raise ValueError(f"give exactly one of batch_size and max_tokens, but got batch_size={batch_size!r}, "
                          f"max_tokens={max_tokens!r}")
     limit = batch_size if batch_size is not None else max_tokens
     require_sizes(**{"batch_size" if batch_size is not None else "max_tokens": limit})
     limit = int(limit)
+    bad = next((i for i, pair in enumerate(lengths)
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2), None)
+    if bad is not None:
+        raise ValueError(f"lengths: expected one (source length, target length) pair per "
+                         f"sentence, but got {lengths[bad]!r} at index {bad}")
     if max_tokens is not None and lengths and max(max(pair) for pair in lengths) > max_tokens:
         raise ValueError(f"max_tokens={max_tokens} is smaller than the longest sentence "
                          f"({max(max(pair) for pair in lengths)} tokens)")
@@ -441,11 +452,12 @@ def batch_indices(lengths, batch_size: int | None = 64, max_tokens: int | None =
     return chunks
 
 
-def batches(encoded, batch_size: int | None = 64, pad_id: int = 0, shuffle: bool = True, seed: int = 0,
+def batches(encoded, batch_size: int | None = None, pad_id: int = 0, shuffle: bool = True, seed: int = 0,
             max_tokens: int | None = None):
     """按 :func:`batch_indices` 的分组产生填充好的批次。
 
-    Padded batches from :func:`batch_indices`. Yields ``(src (B, S), tgt (B, T))``.
+    Padded batches from :func:`batch_indices` (64 sentences each unless ``batch_size`` or
+    ``max_tokens`` says otherwise). Yields ``(src (B, S), tgt (B, T))``.
     """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
     for chunk in batch_indices(lengths, batch_size, max_tokens, shuffle, seed):
