@@ -35,9 +35,9 @@ class LayerNorm(nn.Module):
             written out below. Tests check the two agree. The written-out path
             computes in the input's dtype: in float16, an ε below about 3e-8
             rounds to 0 there, and a feature more than about 256 from its
-            row's mean overflows (x − μ)² to inf, so the whole row comes out
-            as zeros (chapter 5); ``F.layer_norm`` keeps its statistics in
-            float32 and has neither problem.
+            row's mean overflows (x − μ)² to inf, so the whole row normalises
+            to 0 and comes out as β (chapter 5); ``F.layer_norm`` keeps its
+            statistics in float32 and has neither problem.
     Shape:
         x (..., D) → (..., D).
     """
