@@ -935,3 +935,23 @@ def test_a_call_refused_for_its_token_ids_leaves_the_cache_as_it_was():
         m(torch.tensor([[99]]), cache=cache)
     assert cache.length == 2 and cache.not_pad.shape == (1, 2)
     torch.testing.assert_close(m(tokens[:, 2:], cache=cache), full[:, 2:], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("change, error, message", [
+    # no pairs used to loop for ever: an epoch with no batch, again and again
+    (dict(pairs=[]), ValueError, r"^pairs: expected at least one \(English, Chinese\) pair, but got none$"),
+    (dict(cfg="tiny"), TypeError, r"^cfg must be a TrainConfig .*, but got str$"),
+    (dict(model="gpt"), TypeError, r"^model: expected a tf_tutorial.gpt.GPT, but got str$"),
+    # 'meta' used to move the model there and fail inside torch.nonzero, leaving it without data
+    (dict(device="meta"), ValueError, r"^device 'meta' holds shapes but no data"),
+])
+def test_train_continuation_names_a_bad_argument_before_it_starts(change, error, message):
+    from tf_tutorial.corpus.data import make_corpus
+    corpus = make_corpus(n_train=50, n_valid=5, n_test=5, n_longer=1, n_deeper=1, seed=0)
+    vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+    model = GPT(GPTConfig(vocab_size=len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=80))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    args = dict(model=model, vocab=vocab, pairs=corpus.train, cfg=dataclasses.replace(CONFIGS["tiny"], steps=2))
+    with pytest.raises(error, match=message):
+        train_continuation(**{**args, **change}, progress=False)
+    assert all(v.device.type == "cpu" and torch.equal(v, before[k]) for k, v in model.state_dict().items())

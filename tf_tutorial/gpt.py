@@ -673,10 +673,18 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     """
     import contextlib
 
-    from tf_tutorial.train import (_progress, autocast_dtype,
-                                   optimizer_and_schedule, varying_shapes)
+    from tf_tutorial.train import (TrainConfig, _progress, autocast_dtype,
+                                   optimizer_and_schedule, pick_device,
+                                   varying_shapes)
 
-    dev = torch.device(device)
+    _require_gpt(model)
+    if not isinstance(cfg, TrainConfig):
+        raise TypeError("cfg must be a TrainConfig (e.g. tf_tutorial.train."
+                        f"CONFIGS['cpu']), but got {type(cfg).__name__}")
+    if not pairs:         # an epoch without a batch would loop for ever
+        raise ValueError("pairs: expected at least one (English, Chinese) "
+                         "pair, but got none")
+    dev = pick_device(device)      # 'meta' or an absent GPU: said here
     torch.manual_seed(cfg.seed)
     model.to(dev)
     items = encode_continuation(pairs, vocab)
