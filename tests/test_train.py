@@ -870,3 +870,16 @@ def test_cli_a_changed_configuration_is_one_warning_line(corpus, tmp_path, capsy
     err = capsys.readouterr().err
     assert err.startswith("python -m tf_tutorial.train: warning: resuming ") and err.count("\n") == 1
     assert "batch_size=32 (this run: 8)" in err
+
+
+@pytest.mark.parametrize("n_sentences, world", [(0, 1), (5, 2)])
+def test_a_stream_with_no_usable_batch_is_refused_instead_of_hanging(n_sentences, world):
+    # one-sentence batches over two processes (or no sentences at all): every epoch was skipped
+    # whole, and the stream looked for a batch for ever
+    from tf_tutorial.train import batch_stream
+    encoded = [([4, 5, 2], [1, 6, 2])] * n_sentences
+    cfg = dataclasses.replace(TINY, batch_size=1)
+    with pytest.raises(ValueError, match=rf"^no training batch holds {world} or more sentences \(one per "
+                                         rf"process\): {n_sentences} sentences, batch_size=1, batch_tokens=None$"):
+        next(batch_stream(encoded, cfg, pad_id=0, world=world))
+    assert len(next(batch_stream(encoded or [([4, 2], [1, 2])], cfg, pad_id=0, world=1))[0]) == 1

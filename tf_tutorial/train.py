@@ -434,10 +434,12 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
     def stream(skip: int):
         epoch = 0
         while True:
+            usable = 0
             for chunk in batch_indices(lengths, size, cfg.batch_tokens,
                                        seed=cfg.seed * 1000 + epoch):
                 if len(chunk) < world:
                     continue
+                usable += 1
                 if skip:
                     skip -= 1
                     continue
@@ -445,6 +447,11 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
                                     padding_value=pad_id),           # (B, S)
                        pad_sequence([tgt_t[i] for i in chunk], batch_first=True,
                                     padding_value=pad_id))           # (B, T)
+            if not usable:   # every epoch would be the same: it would hang
+                raise ValueError(
+                    f"no training batch holds {world} or more sentences (one "
+                    f"per process): {len(encoded)} sentences, batch_size="
+                    f"{cfg.batch_size}, batch_tokens={cfg.batch_tokens}")
             epoch += 1
 
     return stream(skip)
