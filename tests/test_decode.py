@@ -399,7 +399,7 @@ def test_max_len_is_the_third_argument_and_the_ids_are_keyword_only(model, src):
 
 @pytest.mark.parametrize("ids, message", [
     # the last id is scored, never embedded: 99 used to reach gather as an IndexError
-    (torch.tensor([[5, 99]] * 3), r"^ids: token id 99 is out of range for the target vocabulary of 27 tokens$"),
+    (torch.tensor([[5, 99]] * 3), r"^ids: token id 99 is out of range for vocab_size=27$"),
     (torch.tensor([[-1]] * 3), r"^ids: token id -1 is out of range"),
     (torch.tensor([5, 6, 2]), r"^ids: expected token ids of shape \(B, T\), but got torch.int64 of shape \(3,\)$"),
     (torch.zeros(3, 0, dtype=torch.long), r"^ids: expected at least one token \(EOS included\), but got shape \(3, 0\)$"),

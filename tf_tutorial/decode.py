@@ -298,10 +298,10 @@ def log_prob(model: Transformer, src: torch.Tensor,
         raise ValueError("ids: expected at least one token (EOS included), "
                          f"but got shape {tuple(ids.shape)}")
     require_fits("ids", 0, ids.shape[1], c.max_len)
-    bad = ids[(ids < 0) | (ids >= c.tgt_vocab_size)]   # the last id too
-    if bad.numel():
-        raise ValueError(f"ids: token id {bad[0].item()} is out of range for "
-                         f"the target vocabulary of {c.tgt_vocab_size} tokens")
+    try:                 # every id, the last too: it is scored, never embedded
+        model.tgt_embed.check_ids(ids)
+    except ValueError as error:
+        raise ValueError(f"ids: {error}") from None
     tgt_in = torch.cat([torch.full_like(ids[:, :1], c.bos_id), ids[:, :-1]],
                        dim=1)                             # (B, L)
     logits = _never_emit(model(src, tgt_in).float(),
