@@ -834,6 +834,11 @@ def test_resuming_past_the_steps_asked_for_is_refused(corpus, tmp_path):
 def test_train_names_a_bad_argument_before_it_starts(kwargs, error, message):
     with pytest.raises(error, match=message):
         train(TINY, progress=False, **kwargs)
+    # a preset's name, or its fields as a dict, instead of the config (it failed at cfg.seed)
+    with pytest.raises(TypeError, match=r"^cfg must be a TrainConfig, but got str$"):
+        train("tiny", progress=False)
+    with pytest.raises(TypeError, match=r"^cfg must be a TrainConfig, but got dict \(TrainConfig\(\*\*d\) builds"):
+        train(dataclasses.asdict(TINY), progress=False)
 
 
 def test_cli_ctrl_c_says_which_checkpoint_is_kept(corpus, tmp_path, capsys, monkeypatch):

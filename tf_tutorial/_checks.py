@@ -182,17 +182,18 @@ def require_tensors(**tensors) -> None:
                             f"but got {type(t).__name__}")
 
 
-def require_config(config, kind: type) -> None:
-    """检查模型收到的是它的配置类（不是字典之类），否则报 TypeError。
+def require_config(config, kind: type, name: str = "config") -> None:
+    """检查收到的是配置类（不是字典、字符串之类），否则报 TypeError。
 
     ``require_config({"d_model": 8}, TransformerConfig)`` raises ``TypeError:
     config must be a TransformerConfig, but got dict (TransformerConfig(**d)
-    builds one from a dict)``.
+    builds one from a dict)``; ``name`` is the argument's name (``cfg`` for a
+    TrainConfig).
     """
     if not isinstance(config, kind):
         hint = (f" ({kind.__name__}(**d) builds one from a dict)"
                 if isinstance(config, dict) else "")
-        raise TypeError(f"config must be a {kind.__name__}, but got "
+        raise TypeError(f"{name} must be a {kind.__name__}, but got "
                         f"{type(config).__name__}{hint}")
 
 

@@ -678,9 +678,7 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                                    varying_shapes)
 
     _require_gpt(model)
-    if not isinstance(cfg, TrainConfig):
-        raise TypeError("cfg must be a TrainConfig (e.g. tf_tutorial.train."
-                        f"CONFIGS['cpu']), but got {type(cfg).__name__}")
+    require_config(cfg, TrainConfig, "cfg")
     if not pairs:         # an epoch without a batch would loop for ever
         raise ValueError("pairs: expected at least one (English, Chinese) "
                          "pair, but got none")

@@ -25,7 +25,8 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import (require_counts, require_dropout,
+from tf_tutorial._checks import (require_config, require_counts,
+                                 require_dropout,
                                  require_finite_positive, require_flags,
                                  require_integers, require_positive,
                                  require_sizes)
@@ -526,6 +527,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         require_sizes(max_steps=max_steps)
     if max_seconds is not None:
         require_positive(max_seconds=max_seconds)    # NaN is refused too
+    require_config(cfg, TrainConfig, "cfg")
     if corpus is not None and not isinstance(corpus, Corpus):
         raise TypeError(f"corpus must be a Corpus (from make_corpus) or None, "
                         f"but got {type(corpus).__name__}")
