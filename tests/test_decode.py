@@ -423,3 +423,32 @@ def test_the_last_beam_trace_entry_keeps_done_as_its_docstring_says(model, src):
     beam_search(model, src, beam_size=2, max_len=3, trace=trace)
     assert list(trace[-1]) == ["tokens", "logp", "done", "length", "score"]
     assert trace[-1]["done"] == trace[-2]["done"] and all(all(row) for row in trace[-1]["done"])
+
+
+def test_a_finished_hypothesis_leaves_the_beam_once_k_continuations_beat_it():
+    """beam_search keeps no separate store of finished hypotheses (its
+    docstring and chapter 10.4 say so): a sharp untrained model shows one
+    finished at step t that is gone at step t + 1, below all k survivors."""
+    evicted = []
+    for seed in range(10):
+        torch.manual_seed(seed)
+        net = Transformer(TransformerConfig(30, 30, d_model=16, n_heads=2,
+                                            n_layers=1, d_ff=32, dropout=0.0))
+        with torch.no_grad():
+            net.out.weight.mul_(6)           # peaked distributions
+        src = torch.randint(4, 30, (1, 6))
+        for eos in range(4, 30):
+            trace = []
+            beam_search(net, src, beam_size=3, eos_id=eos, trace=trace,
+                        max_len=8)
+            for now, nxt in zip(trace[:-2], trace[1:-1]):
+                for k in range(3):
+                    hyp = now["tokens"][0][k]
+                    if now["done"][0][k] and hyp not in [
+                            b[:len(hyp)] for b in nxt["tokens"][0]]:
+                        evicted.append((now["logp"][0][k], nxt["logp"][0]))
+        if evicted:
+            break
+    assert evicted, "no finished hypothesis ever left the beam"
+    for logp, survivors in evicted:
+        assert logp < min(survivors), (logp, survivors)

@@ -206,9 +206,10 @@ def beam_search(model: Transformer, src: torch.Tensor,
 
     Each step every beam proposes its V continuations, scored by the prefix's
     log p plus the new token's; the k best of the k·V survive, and the cache
-    follows them (``reorder``). A finished hypothesis stays in the beam with its
-    score frozen (it can only add <pad>, at no cost), so it competes with the
-    unfinished ones until the search stops.
+    follows them (``reorder``). A finished hypothesis keeps its score frozen
+    (it can only add <pad>, at no cost) and competes with the unfinished ones:
+    once k continuations score higher it leaves the beam for good (there is
+    no separate store of finished hypotheses).
     ``trace``: a list that receives each step's beams, sentence by sentence,
     as nested Python lists: ``tokens`` (B, k, t) ids, ``logp`` (B, k),
     ``done`` (B, k); then a last entry that adds ``length`` and the

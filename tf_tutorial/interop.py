@@ -33,9 +33,11 @@ def from_torch(module: nn.Module) -> nn.Module:
     overwritten; that happens under :func:`torch.random.fork_rng`, so the
     caller's random stream is the same as if ``from_torch`` had not run.
 
-    A torch module without biases (``bias=False``), or a LayerNorm without
-    weights (``elementwise_affine=False``), becomes ours with biases of 0 and
-    weights of 1 that do not train (``requires_grad=False``): our layers always
+    An ``nn.MultiheadAttention(bias=False)`` becomes ours with ``bias=False``
+    (no bias parameters either). Other torch modules without biases
+    (``bias=False``), or a LayerNorm without weights
+    (``elementwise_affine=False``), become ours with biases of 0 and weights of
+    1 that do not train (``requires_grad=False``): those layers of ours always
     have them, and so it computes, and trains, as the torch module does. Such
     a LayerNorm holds float32 parameters where torch's held none; a float64
     input is still normalised in float64, as by the torch module. Apart from
