@@ -181,6 +181,20 @@ def test_colab_button_opens_the_committed_notebook(built_book, md):
     assert "{glue:" not in page, "a glued number was not rendered"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
+def test_no_emphasis_marker_is_left_as_text(built_book, md):
+    """``**…：**测试`` is not bold in CommonMark: a closing ``**`` after full-width punctuation
+    must be followed by a space or punctuation, or the reader sees the asterisks."""
+    _, html = built_book
+    page = (html / md.relative_to(ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+    body = re.sub(r"<(pre|code|script|style)\b.*?</\1>", "", page, flags=re.S)
+    text = re.sub(r"<[^>]+>", "", body)
+    left = [text[max(0, m.start() - 30):m.end() + 30].replace("\n", " ")
+            for m in re.finditer(r"\*\*", text)]
+    assert not left, left[:5]
+
+
 def _tiny_book(root: Path, cells: list[str]) -> Path:
     (root / "book").mkdir(parents=True)
     shutil.copy(ROOT / "_config.yml", root / "_config.yml")
