@@ -68,9 +68,10 @@ class SwiGLUFeedForward(nn.Module):
     The gated variant of Shazeer (2020), used by PaLM and LLaMA:
     (SiLU(x W_gate) ⊙ (x W_up)) W_down, no biases.
 
-    Three (D, d_ff) matrices instead of two, so d_ff = 2/3 · 4D (the default)
-    keeps the parameter count of the ReLU FFN, as in Shazeer's comparison and
-    LLaMA; PaLM keeps d_ff = 4D. Shape: x (B, L, D) → (B, L, D).
+    Three matrices instead of two (two D × d_ff, one d_ff × D), so d_ff =
+    2/3 · 4D (the default) keeps the parameter count of the ReLU FFN, as in
+    Shazeer's comparison and LLaMA; PaLM keeps d_ff = 4D.
+    Shape: x (B, L, D) → (B, L, D).
     """
 
     def __init__(self, d_model: int, d_ff: int | None = None,
