@@ -124,11 +124,11 @@ def test_the_calibrations_1700_steps_are_set_beside_this_pages_run(render):
 
 def test_the_calibration_row_near_the_runs_steps_and_batch_is_set_beside_it(render):
     # the committed run (1,327 steps of 8000 tokens, 95.6%) against the CPU model's
-    # 1500 steps of about 8000 tokens (96.6%): steps, not model size, look like what counts
-    assert "要紧的看来是步数，而不是模型的大小" in render(lambda gpu: None)
+    # 1500 steps of about 8000 tokens (96.6%): no sign that the larger model helps
+    assert "看不出更大的模型在这个步数上有帮助" in render(lambda gpu: None)
     def better(gpu):
         gpu["scores"]["test_greedy"]["exact_match"] = 0.98
     def longer(gpu):
         gpu["run"]["steps"] = 4000
-    assert "要紧的看来是步数" not in render(better)
-    assert "要紧的看来是步数" not in render(longer)
+    assert "看不出更大的模型" not in render(better)
+    assert "看不出更大的模型" not in render(longer)

@@ -387,9 +387,9 @@ def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None,
 
     One optimisation step on a batch of token ids; returns the loss (detached).
 
-    Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … y_{T-1} <eos> (then
-    <pad>); the decoder reads tgt[:, :-1] = <bos> y₁ … y_{T-1} and learns to
-    predict tgt[:, 1:] = y₁ … y_{T-1} <eos>, both (B, T). ``loss_fn`` ignores
+    Teacher forcing: tgt (B, T + 1) holds <bos> y₁ … y_(T−1) <eos> (then
+    <pad>); the decoder reads tgt[:, :-1] = <bos> y₁ … y_(T−1) and learns to
+    predict tgt[:, 1:] = y₁ … y_(T−1) <eos>, both (B, T). ``loss_fn`` ignores
     <pad> and smooths the labels. src is (B, S). ``forward`` is what to call
     instead of ``model`` (its DDP or compiled wrapper).
     """
