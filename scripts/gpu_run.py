@@ -19,7 +19,8 @@ decoder-only model with as many parameters, the same time each (``--ch11-seconds
 ``--variant batch_tokens=25000`` (any fields of the configuration), the ``variant`` stage also trains
 the recipe with that change for ``--variant-seconds``, scoring the test split as it goes, to set beside
 the main run at equal time (``variants`` in the record). Commit the
-file as book/records/gpu.json; chapters 10 and 11 and appendix A render it. The stages run in
+file as book/records/gpu.json; chapters 1, 10, 11 and 12 and appendix A
+render it. The stages run in
 the order of ``STAGES``, what the book needs most first,
 and the record keeps each one's seconds (``stage_seconds``): a device call cut short by its time
 limit loses only the last stages, and ``--stages ... --merge`` adds them in a second call. A stage
