@@ -215,6 +215,20 @@ def test_resume_takes_the_runs_folder_as_well_as_the_file(corpus, tmp_path):
     assert r.history["step"] == [1, 2, 3, 4, 5]
 
 
+def test_a_resumed_runs_time_budget_counts_from_zero(corpus, tmp_path, monkeypatch):
+    """max_seconds limits this call's training time, not the checkpoint's total."""
+    import tf_tutorial.train as train_module
+    clock = [0.0]                                    # each reading of the clock is 1 s later
+    monkeypatch.setattr(train_module.time, "perf_counter", lambda: clock.__setitem__(0, clock[0] + 1) or clock[0])
+    # a budget is read once a step: 10 steps take at least 10 "seconds"
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=10, max_seconds=1e9)
+    first = load_checkpoint(tmp_path)["history"]["seconds"]
+    r = train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_seconds=first / 2)
+    # already past first / 2 in total, yet the resumed run trains: its own budget starts at 0
+    assert first >= 10 and 10 < r.history["step"][-1] < 40
+    assert r.history["seconds"] > first
+
+
 def test_train_creates_a_missing_out_dir(corpus, tmp_path):
     out = tmp_path / "runs" / "tiny"                 # neither folder exists yet
     train(TINY, out_dir=out, corpus=corpus, progress=False, max_steps=2)

@@ -512,8 +512,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     the steps asked for is refused. ``max_steps`` stops early (the learning
     rate of a step does not depend on where training stops); used to show
     resuming.
-    ``max_seconds`` stops once that much training time has passed (a time
-    budget). ``compile``: True for
+    ``max_seconds`` stops once this call has trained that long (a time
+    budget; a resumed run counts from zero, not from the checkpoint's
+    time). ``compile``: True for
     ``torch.compile`` (inductor), or the name of another backend (the tests
     use "aot_eager"). ``on_eval(step, model, seconds)`` is called after every
     evaluation, ``seconds`` being the training time so far (``scripts/gpu_run.py``
@@ -744,7 +745,8 @@ def _parser() -> argparse.ArgumentParser:
                        help="padded tokens per batch instead of a sentence "
                             "count (overrides the preset)")
     p.add_argument("--max-seconds", type=float, default=None,
-                   help="stop after this much training time")
+                   help="stop after this much training time in this run "
+                        "(a resumed run counts from zero)")
     p.add_argument("--compile", action="store_true",
                    help="torch.compile the model")
     p.add_argument("--precision", choices=PRECISIONS, default="auto",
