@@ -256,6 +256,38 @@ def test_every_bibliography_entry_is_cited_and_every_citation_exists():
     assert bib - cited == set(), f"in references.bib but never cited: {bib - cited}"
 
 
+
+def test_no_two_references_would_be_cited_alike():
+    """Two works whose author-year citation reads alike need 2023a / 2023b in their year fields."""
+    from pybtex.database import parse_file
+
+    sys.path.insert(0, str(ROOT / "_ext"))
+    from bib_labels import citation_label
+
+    seen = {}
+    for key, entry in parse_file(str(ROOT / "references.bib")).entries.items():
+        seen.setdefault(citation_label(entry), []).append(key)
+    alike = {label: keys for label, keys in seen.items() if len(keys) > 1}
+    assert not alike, f"these entries would be cited alike (give their years letters): {alike}"
+
+
+def test_the_reference_list_labels_each_entry_as_the_text_cites_it(built_book):
+    """Appendix D's labels are the citations' own words, in the order a reader looks them up."""
+    _, html = built_book
+    page = (html / "book" / "appendix_references.html").read_text(encoding="utf-8")
+    labels = re.findall(r'<span class="label"><span class="fn-bracket">\[</span>([^<]*)<', page)
+    assert len(labels) == len(re.findall(r"^@\w+\{", (ROOT / "references.bib").read_text(encoding="utf-8"),
+                                         flags=re.M))
+    first = [label.split(",")[0].split(" and ")[0].split(" et al.")[0].lower() for label in labels]
+    assert first == sorted(first), "appendix D is not sorted by first author"
+    assert labels.index("Vaswani et al., 2017") < labels.index("Vaswani et al., 2018")
+    cited = set()
+    for chapter in (html / "book").glob("ch*.html"):
+        # a parenthetical citation's link text is its label: [Kingma and Ba, 2015]
+        cited |= set(re.findall(r'href="appendix_references\.html#[^"]+" title="[^"]*">([^<]+, \d{4}[a-z]?)</a>',
+                                chapter.read_text(encoding="utf-8")))
+    assert len(cited) > 15 and cited <= set(labels), f"cited as, but not listed as: {cited - set(labels)}"
+
 CODE_COLUMNS = 80  # what a code block shows at a 1280-pixel window (_static/book.css; a CJK character is two)
 
 
