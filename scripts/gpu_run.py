@@ -110,6 +110,8 @@ def overrides(text: str) -> dict:
         if not eq or name not in fields:
             raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME=VALUE pairs, NAME one of "
                                              f"{', '.join(fields)}; got {item!r}")
+        if name in out:
+            raise argparse.ArgumentTypeError(f"--variant {text!r}: {name} is given twice")
         now = getattr(CONFIGS["gpu"], name)
         kind = int if now is None else type(now)                # batch_tokens may be None: an int
         try:
@@ -122,6 +124,10 @@ def overrides(text: str) -> dict:
             raise argparse.ArgumentTypeError(f"--variant: {name}={value!r} is not {what}") from None
     if not out:
         raise argparse.ArgumentTypeError(f"--variant {text!r}: expected at least one NAME=VALUE")
+    # a sentence count replaces the gpu preset's token budget (as train's --batch-size does):
+    # batches are counted in tokens whenever batch_tokens is set
+    if "batch_size" in out and "batch_tokens" not in out:
+        out["batch_tokens"] = None
     try:                             # refused now, not after the main run's minutes
         dataclasses.replace(CONFIGS["gpu"], **out)
     except (ValueError, TypeError) as err:
@@ -307,25 +313,50 @@ def write_record(path: Path, record: dict) -> None:
     os.replace(tmp, path)
 
 
+def positive(flag: str, zero: bool = False):
+    """An argparse type: a finite number of seconds, > 0 (or ≥ 0 where 0 leaves a stage out)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
+            raise argparse.ArgumentTypeError(
+                f"{flag} must be a {'non-negative' if zero else 'positive'} number of seconds, "
+                f"but got {text!r}")
+        return value
+    return parse
+
+
+def out_folder(text: str) -> Path:
+    """An argparse type: the folder the record goes to (created if missing), not a file."""
+    path = Path(text)
+    if not text.strip():
+        raise argparse.ArgumentTypeError("out: expected a folder, but got an empty path")
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"out={text}: not a directory")
+    return path
+
+
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("out", type=Path)
-    p.add_argument("--seconds", type=float, default=GPU_SECONDS,
+    p.add_argument("out", type=out_folder)
+    p.add_argument("--seconds", type=positive("--seconds"), default=GPU_SECONDS,
                    help=f"training time budget of the main run (default {GPU_SECONDS:g}, chapter 10's)")
     p.add_argument("--compile-steps", type=int, default=300)
-    p.add_argument("--ch11-seconds", type=float, default=60.0,
+    p.add_argument("--ch11-seconds", type=positive("--ch11-seconds", zero=True), default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
     p.add_argument("--variant", type=overrides, default=None, metavar="NAME=VALUE,...",
                    help="the variant stage: train the gpu configuration with these changes (e.g. "
                         "batch_tokens=25000) for --variant-seconds, scoring the test split as it goes")
-    p.add_argument("--variant-seconds", type=float, default=120.0)
+    p.add_argument("--variant-seconds", type=positive("--variant-seconds"), default=120.0)
     p.add_argument("--stages", type=stage_list, default=None,
                    help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order; "
                         "variant only with --variant)")
     p.add_argument("--merge", type=Path, default=None,
                    help="add this run's stages to an earlier record of the same machine (e.g. "
                         "book/records/gpu.json), so a second device call can finish what the first left")
-    p.add_argument("--deadline", type=float, default=None,
+    p.add_argument("--deadline", type=positive("--deadline"), default=None,
                    help="seconds of wall time this call may use (the device's limit, less a margin): a stage "
                         "whose usual time no longer fits is skipped, listed under stages_skipped")
     p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
@@ -335,10 +366,10 @@ def main(argv=None) -> dict:
         args.stages = list(STAGES)
     elif "variant" in args.stages and args.variant is None:
         p.error("--stages variant: say which change to try with --variant NAME=VALUE,...")
-    if args.variant is not None and args.variant_seconds <= 0:
-        p.error(f"--variant-seconds must be positive, but got {args.variant_seconds:g}")
     stages = [s for s in args.stages if (s != "ch11" or args.ch11_seconds > 0)
               and (s != "variant" or args.variant is not None)]
+    if not stages:
+        p.error(f"--stages {','.join(args.stages)}: nothing left to run (--ch11-seconds 0 leaves ch11 out)")
     if args.dry_run:
         device, name, precision = "cpu", "tiny", "bf16"
         cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)

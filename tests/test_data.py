@@ -213,3 +213,33 @@ def test_lengths_must_be_pairs(lengths, bad):
     with pytest.raises(ValueError, match=rf"^lengths: expected one \(source length, target length\) pair per "
                                          rf"sentence, but got {bad}$"):
         batch_indices(lengths, batch_size=4)
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(seed=None), ValueError, "^seed must be an integer, but got None$"),     # would shuffle by the clock
+    (dict(seed=1.5), ValueError, "^seed must be an integer, but got 1.5$"),
+    (dict(shuffle="no"), TypeError, "^shuffle must be True or False, but got 'no'$"),   # 'no' meant True
+])
+def test_batch_indices_checks_its_seed_and_shuffle_flag(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        batch_indices([(1, 2), (2, 3)], batch_size=1, **kwargs)
+    with pytest.raises(error, match=message):
+        next(batches([([1], [1, 2])] * 3, batch_size=1, **kwargs))
+
+
+def test_vocab_refuses_a_string_to_encode_and_ids_that_are_not_integers():
+    v = Vocab(["a", "b", "dog"])
+    # a string is a sequence of letters: "dog" was encoded as d, o, g (three UNKs)
+    with pytest.raises(TypeError, match=r"^tokens must be a list of tokens \(e\.g\. 'dog'\.split\(\)\), "
+                                        r"but got the string 'dog'$"):
+        v.encode("dog")
+    assert v.encode("dog".split()) == [v.stoi["dog"]]
+    for bad, where in ((True, 1), (4.0, 1), ([4, 5], 0)):
+        ids = [4, bad] if where else [bad]
+        with pytest.raises(TypeError, match=rf"^ids: expected one sentence's integer token ids, but got "
+                                            rf"{re.escape(repr(bad))} at position {where}$"):
+            v.decode(ids)
+    with pytest.raises(TypeError, match=r"but got \[4, 5\] at position 0$"):
+        v.decode(torch.tensor([[4, 5]]))                                 # a batch, not a sentence
+    np = pytest.importorskip("numpy")
+    assert v.decode(np.array([4, 5])) == v.decode(torch.tensor([4, 5])) == ["a", "b"]

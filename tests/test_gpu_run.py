@@ -250,8 +250,9 @@ def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
     record = main([str(tmp_path), "--dry-run", "--stages", "train,variant", "--variant",
                    "dropout=0,batch_size=16,norm_first=true"])
     assert record["stages_done"] == ["train", "variant"]
-    v = record["variants"]["dropout=0.0,batch_size=16,norm_first=True"]
-    assert v["changes"] == {"dropout": 0.0, "batch_size": 16, "norm_first": True}
+    v = record["variants"]["dropout=0.0,batch_size=16,norm_first=True,batch_tokens=None"]
+    # a sentence count replaces the preset's token budget, which would otherwise win
+    assert v["changes"] == {"dropout": 0.0, "batch_size": 16, "norm_first": True, "batch_tokens": None}
     assert v["steps"] == 12 and [d["step"] for d in v["test_during_training"]] == [6, 12]
     assert v["budget_seconds"] == 120.0 and v["cudnn_attention"] is False
     # the main run is untouched by the variant: a different recipe, a different run
@@ -269,13 +270,52 @@ def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
     (["--variant", ","], "expected at least one NAME=VALUE"),
     (["--variant", "lr_scale=-1"], "lr_scale must be positive, but got -1.0"),  # TrainConfig's
     (["--variant", "dropout=1.5"], r"dropout must be in \[0, 1\), but got 1.5"),
-    (["--variant", "dropout=0", "--variant-seconds", "0"], "--variant-seconds must be positive, but got 0"),
+    (["--variant", "dropout=0", "--variant-seconds", "0"],
+     "--variant-seconds must be a positive number of seconds, but got '0'"),
+    (["--variant", "dropout=0.1,dropout=0.2"], "dropout is given twice"),
 ])
 def test_bad_variants_are_refused_by_name(args, message, capsys):
     from scripts.gpu_run import main
     with pytest.raises(SystemExit):
         main(["out", "--dry-run", *args])
     assert re.search(message, capsys.readouterr().err)
+
+
+def test_a_variant_in_sentences_drops_the_gpu_presets_token_budget():
+    """batch_tokens wins whenever it is set: a batch_size variant of the gpu preset (8000 tokens)
+    would train the main recipe unchanged, under another name."""
+    import dataclasses
+
+    from scripts.gpu_run import overrides
+    from tf_tutorial.train import CONFIGS
+    assert CONFIGS["gpu"].batch_tokens is not None
+    cfg = dataclasses.replace(CONFIGS["gpu"], **overrides("batch_size=512"))
+    assert cfg.batch_size == 512 and cfg.batch_tokens is None
+    both = dataclasses.replace(CONFIGS["gpu"], **overrides("batch_size=512,batch_tokens=3000"))
+    assert both.batch_tokens == 3000                      # asked for both: both kept
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seconds", "0"], "--seconds must be a positive number of seconds, but got '0'"),
+    (["--seconds", "nan"], "--seconds must be a positive number of seconds, but got 'nan'"),
+    (["--deadline", "-1"], "--deadline must be a positive number of seconds, but got '-1'"),
+    (["--ch11-seconds", "-5"], "--ch11-seconds must be a non-negative number of seconds, but got '-5'"),
+    (["--stages", "ch11", "--ch11-seconds", "0"], "--stages ch11: nothing left to run"),
+])
+def test_bad_budgets_are_refused_before_anything_runs(args, message, capsys):
+    from scripts.gpu_run import main
+    with pytest.raises(SystemExit):
+        main(["out", "--dry-run", *args])
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_an_out_that_is_a_file_is_refused_before_anything_runs(tmp_path, capsys):
+    from scripts.gpu_run import main
+    afile = tmp_path / "record.json"
+    afile.write_text("{}")
+    with pytest.raises(SystemExit):
+        main([str(afile), "--dry-run"])
+    assert f"out={afile}: not a directory" in capsys.readouterr().err
 
 
 def test_progress_within_compares_two_runs_at_equal_time():

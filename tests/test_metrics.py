@@ -92,6 +92,15 @@ def test_the_reference_limit_can_be_lifted(beam_size):
             translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, slack=bad)
 
 
+def test_translate_pairs_names_a_batch_or_beam_size_that_is_not_a_positive_integer():
+    # batch_size=-1 used to decode nothing and return [None, None, ...]
+    c, m = untrained(n_test=3, max_len=40)
+    for name, bad in (("batch_size", -1), ("batch_size", 0), ("batch_size", 2.5), ("beam_size", 0)):
+        with pytest.raises(ValueError, match=rf"^{name} must be a positive integer, but got {bad!r}$"):
+            translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, **{name: bad})
+    assert None not in translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, batch_size=1)
+
+
 def test_the_bleu_signature_names_the_settings_bleu_uses():
     import sacrebleu
     from tf_tutorial.metrics import bleu_signature

@@ -91,7 +91,9 @@ def zh_tokens(text: str) -> list[str]:
     The tokens :func:`bleu` scores: the spaces dropped (text as a reader
     writes it), then sacrebleu's "zh" tokeniser: one token per Chinese
     character or punctuation mark; a run of Latin letters or digits stays one
-    token ("305", "China"), and ``<unk>`` becomes ``<``, ``unk``, ``>``.
+    token ("305", "China"), and ``<unk>`` becomes ``<``, ``unk``, ``>``. With
+    the spaces gone, Latin tokens side by side join ("305 China" is one
+    token, "305China"); the corpus's Chinese side writes numbers in Chinese.
     """
     return _ZH(text.replace(" ", "")).split()
 
@@ -212,6 +214,7 @@ def translate_pairs(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1,
     (chapter 10 checks that the reference's limit changes no exact match;
     BLEU does move with it).
     """
+    require_sizes(beam_size=beam_size, batch_size=batch_size)
     if slack is not None:
         require_counts(slack=slack)
     device = next(model.parameters()).device

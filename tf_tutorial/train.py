@@ -42,7 +42,10 @@ class TrainConfig:
     """一次训练的全部设置：模型的形状、数据的多少和优化的日程。
 
     One training run. The model's shape, the data's size and the optimisation
-    schedule.
+    schedule. A batch is ``batch_tokens`` padded tokens when that is set, and
+    then ``batch_size`` is not used (the ``cpu`` and ``gpu`` presets count in
+    tokens; ``dataclasses.replace(cfg, batch_size=N, batch_tokens=None)``, or
+    ``--batch-size N`` on the command line, counts sentences instead).
     """
 
     name: str = "cpu"

@@ -8,6 +8,7 @@ Shape legend: B batch, S source length, T target length (with BOS and EOS).
 from __future__ import annotations
 
 import functools
+import numbers
 import random
 import re
 import unicodedata
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial._checks import require_integers, require_sizes
+from tf_tutorial._checks import require_flags, require_integers, require_sizes
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -59,6 +60,9 @@ class Vocab:
 
     def encode(self, tokens, bos: bool = False, eos: bool = False) -> list[int]:
         """把词元换成编号（词表外的词元记作 UNK），可选地在前面加 BOS、在后面加 EOS。"""
+        if isinstance(tokens, str):    # would be encoded letter by letter
+            raise TypeError(f"tokens must be a list of tokens (e.g. {tokens!r}.split()), but got the "
+                            f"string {tokens!r}")
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
@@ -68,7 +72,10 @@ class Vocab:
         Ids back to tokens, stopping at EOS and leaving out PAD and BOS.
         """
         out = []
-        for i in (ids.tolist() if torch.is_tensor(ids) else ids):
+        for k, i in enumerate(ids.tolist() if torch.is_tensor(ids) else ids):
+            if isinstance(i, bool) or not isinstance(i, numbers.Integral):   # True would be BOS
+                raise TypeError(f"ids: expected one sentence's integer token ids, but got {i!r} "
+                                f"at position {k}")
             if i == self.eos_id:
                 break
             if not 0 <= i < len(self.itos):       # itos[-1] would be a word
@@ -417,6 +424,8 @@ def batch_indices(lengths, batch_size: int | None = None, max_tokens: int | None
                          f"max_tokens={max_tokens!r}")
     limit = batch_size if batch_size is not None else max_tokens
     require_sizes(**{"batch_size" if batch_size is not None else "max_tokens": limit})
+    require_flags(shuffle=shuffle)
+    require_integers(seed=seed)       # None would shuffle by the clock
     limit = int(limit)
     bad = next((i for i, pair in enumerate(lengths)
                 if not isinstance(pair, (tuple, list)) or len(pair) != 2), None)
