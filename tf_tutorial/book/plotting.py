@@ -304,7 +304,7 @@ def model_diagram(ax, config, *, title: str):
     drawn = {"encoder": [], "decoder": []}
     spans = {"encoder": [], "decoder": []}   # (bottom, top) of each box
 
-    def box(col, y, label, colour, height=tall, size=9):
+    def box(col, y, label, colour, height=tall, size=10):
         x = x_of[col]
         ax.add_patch(FancyBboxPatch((x - width / 2, y), width, height,
                                     boxstyle="round,pad=0.03", fc=colour,
@@ -323,13 +323,13 @@ def model_diagram(ax, config, *, title: str):
         side = -1 if col == "encoder" else 1
         ax.text(x_of[col] + side * (width / 2 + 0.5), y, text,
                 ha="right" if side < 0 else "left", va="center",
-                fontsize=7.5, color="0.35")
+                fontsize=8.5, color="0.25")
 
     def sublayer(col, y, label, kind, shape):
         """One sub-layer with its residual: returns (top, y of its centre)."""
         start = y
         if pre:
-            y = box(col, y, "层归一化", _NORM_COLOUR, short, 8)
+            y = box(col, y, "层归一化", _NORM_COLOUR, short, 9)
             y += gap / 2
             centre = y + tall / 2
             y = box(col, y, label + "，相加", _SUBLAYER_COLOURS[kind])
@@ -337,7 +337,7 @@ def model_diagram(ax, config, *, title: str):
             centre = y + tall / 2
             y = box(col, y, label, _SUBLAYER_COLOURS[kind])
             y += gap / 2
-            y = box(col, y, "相加并归一化", _NORM_COLOUR, short, 8)
+            y = box(col, y, "相加并归一化", _NORM_COLOUR, short, 9)
         note(col, centre, shape)
         side = -1 if col == "encoder" else 1
         xr = x_of[col] - side * (width / 2 + 0.18)   # residual on the inside
@@ -363,7 +363,7 @@ def model_diagram(ax, config, *, title: str):
         ax.text(x + side * (width / 2 + 0.42), top + 0.05, f"× {n} 层",
                 ha="right" if side < 0 else "left", va="bottom", fontsize=9)
         if pre:
-            y = box(col, y + gap / 2, "最后的层归一化", _NORM_COLOUR, short, 8)
+            y = box(col, y + gap / 2, "最后的层归一化", _NORM_COLOUR, short, 9)
             y += gap
         else:
             y = top + gap
@@ -371,7 +371,7 @@ def model_diagram(ax, config, *, title: str):
 
     # the encoder, bottom to top
     ax.text(x_of["encoder"], -0.1, f"源句子 x：(B, S) 个编号，词表 "
-            f"{c.src_vocab_size}", ha="center", va="top", fontsize=8)
+            f"{c.src_vocab_size}", ha="center", va="top", fontsize=9)
     y = box("encoder", 0.3, "词向量 ×√D ＋ 位置编码", "#eeeeee")
     up("encoder", 0.0, 0.3)
     note("encoder", 0.3 + tall / 2, f"(B, S, {d})")
@@ -386,7 +386,7 @@ def model_diagram(ax, config, *, title: str):
     # the decoder, bottom to top
     ax.text(x_of["decoder"], -0.1, "右移的目标句 y_in：(B, T) 个编号，"
             f"词表 {c.tgt_vocab_size}",
-            ha="center", va="top", fontsize=8)
+            ha="center", va="top", fontsize=9)
     y = box("decoder", 0.3, "词向量 ×√D ＋ 位置编码", "#eeeeee")
     up("decoder", 0.0, 0.3)
     note("decoder", 0.3 + tall / 2, f"(B, T, {d})")
