@@ -248,6 +248,13 @@ def test_plain_log_ticks_write_plain_numbers():
     with pytest.raises(ValueError, match="axis must be 'x' or 'y', but got 'z'"):
         plotting.plain_log_ticks(a, "z")
     plt.close(fig)
+    fig, c = plt.subplots()            # below 1e-4, where :g would write 1e-05
+    c.set(yscale="log", ylim=(1e-6, 2))
+    plotting.plain_log_ticks(c)
+    fig.canvas.draw()
+    small = [t.get_text() for t in c.get_yticklabels() if t.get_text()]
+    assert {"0.000001", "0.00001", "0.0001", "1"} <= set(small) and not [t for t in small if "e" in t]
+    plt.close(fig)
 
 
 def test_layer_diagram_names_a_bad_box_list():

@@ -163,7 +163,8 @@ def plain_log_ticks(ax, axis: str = "y") -> None:
 
     class Plain(LogFormatter):
         def _num_to_string(self, x, vmin, vmax):
-            return f"{x:g}"
+            # :g writes 1e-05 below 1e-4; a plain decimal stays plain
+            return f"{x:g}" if x >= 1e-4 else f"{x:.12f}".rstrip("0")
 
     if axis not in ("x", "y"):
         raise ValueError(f"axis must be 'x' or 'y', but got {axis!r}")
@@ -323,7 +324,7 @@ def model_diagram(ax, config, *, title: str):
         side = -1 if col == "encoder" else 1
         ax.text(x_of[col] + side * (width / 2 + 0.5), y, text,
                 ha="right" if side < 0 else "left", va="center",
-                fontsize=8.5, color="0.25")
+                fontsize=9, color="0.25")
 
     def sublayer(col, y, label, kind, shape):
         """One sub-layer with its residual: returns (top, y of its centre)."""
@@ -398,7 +399,7 @@ def model_diagram(ax, config, *, title: str):
     y = box("decoder", y, "线性层 W_out" + ("（= E_y）" if tied else ""),
             "#eeeeee")
     note("decoder", y - tall / 2, f"(B, T, {c.tgt_vocab_size})")
-    y = box("decoder", y + gap, "softmax：下一个词元的分布", "#eeeeee", size=8)
+    y = box("decoder", y + gap, "softmax：下一个词元的分布", "#eeeeee")
     top = y
 
     # the data flow: an arrow from each box to the next one up
