@@ -6,9 +6,10 @@ Schmidhuber, 1997", "Touvron et al., 2023a". pybtex's default list style labels 
 labels each entry with the text of its citation (one author's surname, two joined by "and", three
 or more as the first one's "et al.", then the year) and sorts the list the way a reader looks a
 citation up: by the first author's surname (an organisation such as Google Brain under G), one
-author before two before "et al.", then by the label, so Vaswani et al., 2017 comes before 2018. Two works whose citation would read alike get letters in
-their ``year`` fields in ``references.bib`` (2023a, 2023b), so the text tells them apart as well;
-``tests/test_book.py`` checks that no two labels coincide.
+author before two before "et al.", then by the label, so Vaswani et al., 2017 comes before 2018.
+Two works whose citation would read alike get letters in their ``year`` fields in
+``references.bib`` (2023a, 2023b), so the text tells them apart as well; ``tests/test_book.py``
+checks that no two labels coincide.
 """
 from __future__ import annotations
 

@@ -111,7 +111,7 @@ def overrides(text: str) -> dict:
             raise argparse.ArgumentTypeError(f"--variant {text!r}: expected NAME=VALUE pairs, NAME one of "
                                              f"{', '.join(fields)}; got {item!r}")
         if name in out:
-            raise argparse.ArgumentTypeError(f"--variant {text!r}: {name} is given twice")
+            raise argparse.ArgumentTypeError(f"--variant {text!r}: {name} is given twice; give each NAME once")
         now = getattr(CONFIGS["gpu"], name)
         kind = int if now is None else type(now)                # batch_tokens may be None: an int
         try:
@@ -334,7 +334,7 @@ def out_folder(text: str) -> Path:
     if not text.strip():
         raise argparse.ArgumentTypeError("out: expected a folder, but got an empty path")
     if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"out={text}: not a directory")
+        raise argparse.ArgumentTypeError(f"out {text!r}: expected a folder, but it is a file")
     return path
 
 
@@ -348,7 +348,8 @@ def main(argv=None) -> dict:
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
     p.add_argument("--variant", type=overrides, default=None, metavar="NAME=VALUE,...",
                    help="the variant stage: train the gpu configuration with these changes (e.g. "
-                        "batch_tokens=25000) for --variant-seconds, scoring the test split as it goes")
+                        "batch_tokens=25000) for --variant-seconds, scoring the test split as it goes; "
+                        "batch_size=N alone counts sentences (it drops the preset's batch_tokens)")
     p.add_argument("--variant-seconds", type=positive("--variant-seconds"), default=120.0)
     p.add_argument("--stages", type=stage_list, default=None,
                    help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order; "

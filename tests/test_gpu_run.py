@@ -315,7 +315,7 @@ def test_an_out_that_is_a_file_is_refused_before_anything_runs(tmp_path, capsys)
     afile.write_text("{}")
     with pytest.raises(SystemExit):
         main([str(afile), "--dry-run"])
-    assert f"out={afile}: not a directory" in capsys.readouterr().err
+    assert f"out {str(afile)!r}: expected a folder, but it is a file" in capsys.readouterr().err
 
 
 def test_progress_within_compares_two_runs_at_equal_time():
