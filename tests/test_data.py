@@ -243,3 +243,13 @@ def test_vocab_refuses_a_string_to_encode_and_ids_that_are_not_integers():
         v.decode(torch.tensor([[4, 5]]))                                 # a batch, not a sentence
     np = pytest.importorskip("numpy")
     assert v.decode(np.array([4, 5])) == v.decode(torch.tensor([4, 5])) == ["a", "b"]
+
+
+def test_pad_refuses_ids_that_are_not_integers():
+    # a float id was cut to an integer without a word (1.7 -> 1)
+    for bad, dtype in (([[5, 6], [1.7, 2.2]], "torch.float32"), ([[True, False]], "torch.bool")):
+        with pytest.raises(TypeError, match=rf"^seqs\[{len(bad) - 1}\]: expected integer token ids, but got "
+                                            rf"{dtype} values$"):
+            pad(bad, 0)
+    assert pad([[5, 6], []], 0).tolist() == [[5, 6], [0, 0]]         # an empty row is all padding
+    assert pad([torch.tensor([3, 4])], 0).tolist() == [[3, 4]]

@@ -400,7 +400,13 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
         raise ValueError("seqs is empty: expected at least one list of ids")
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
     for i, s in enumerate(seqs):
-        out[i, :len(s)] = torch.tensor(s, dtype=torch.long)
+        if not len(s):
+            continue
+        row = torch.as_tensor(s)
+        if row.is_floating_point() or row.is_complex() or row.dtype == torch.bool:
+            # a cast to long would cut 1.7 to 1 without a word
+            raise TypeError(f"seqs[{i}]: expected integer token ids, but got {row.dtype} values")
+        out[i, :len(s)] = row
     return out
 
 
