@@ -719,8 +719,10 @@ def test_resuming_warns_of_a_changed_configuration(corpus, tmp_path, recwarn):
 def test_cli_a_time_budget_that_ends_before_the_first_step_reports_0_steps(tmp_path, capsys):
     from tf_tutorial.train import main
     assert main(["--config", "tiny", "--max-seconds", "1e-9", "--out", str(tmp_path), "--no-progress"]) == 0
-    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    out = capsys.readouterr()
+    summary = json.loads(out.out.strip().splitlines()[-1])
     assert summary["steps"] == 0 and json.loads((tmp_path / "results.json").read_text())["steps"] == 0
+    assert "note: no training step ran (--max-seconds 1e-09 ended before the first step)" in out.err
 
 
 def test_validate_scores_every_real_token_and_no_padding(corpus):

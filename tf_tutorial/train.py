@@ -897,6 +897,11 @@ def main(argv=None) -> int:
                    "test_exact_match": round(test["exact_match"], 4),
                    "test_bleu": round(test["bleu"], 2)}
         print(json.dumps(summary, ensure_ascii=False))
+        if summary["steps"] == 0 and args.max_seconds is not None:
+            # the time ran out at once: the scores are the initial weights'
+            print(f"{parser.prog}: note: no training step ran (--max-seconds "
+                  f"{args.max_seconds:g} ended before the first step); the "
+                  "scores are an untrained model's", file=sys.stderr)
         if args.out is not None:
             (args.out / "results.json").write_text(
                 json.dumps(summary, ensure_ascii=False, indent=1))
