@@ -44,6 +44,7 @@ from pathlib import Path
 
 import torch
 
+from tf_tutorial._checks import require_finite_positive
 from tf_tutorial.book.records import corpus_version, record_json
 from tf_tutorial.timing.clock import describe_machine, timed
 from tf_tutorial.timing.compare import compare_decoding, run_all
@@ -52,7 +53,7 @@ from tf_tutorial.decode import translate
 from tf_tutorial.metrics import evaluate
 from tf_tutorial.model import count_parameters
 import tf_tutorial.train as train_module
-from tf_tutorial.train import CONFIGS, GPU_SECONDS, autocast_dtype, train
+from tf_tutorial.train import CONFIGS, GPU_SECONDS, autocast_dtype, prepare_out_dir, train
 
 SENTENCES = ["I love China .", "the dog bites the man .", "the man bites the dog .",
              "I borrowed a book about quantum physics at the library yesterday .",
@@ -313,51 +314,43 @@ def write_record(path: Path, record: dict) -> None:
     os.replace(tmp, path)
 
 
-def positive(flag: str, zero: bool = False):
-    """An argparse type: a finite number of seconds, > 0 (or ≥ 0 where 0 leaves a stage out)."""
+def time_budget(flag: str, zero: bool = False):
+    """An argparse type: a finite number of seconds, checked as the package checks its arguments
+    (``require_finite_positive``); ``zero``: 0 is allowed too, and leaves its stage out."""
     def parse(text: str) -> float:
         try:
             value = float(text)
         except ValueError:
-            value = math.nan
-        if not (math.isfinite(value) and (value >= 0 if zero else value > 0)):
-            raise argparse.ArgumentTypeError(
-                f"{flag} must be a {'non-negative' if zero else 'positive'} number of seconds, "
-                f"but got {text!r}")
+            raise argparse.ArgumentTypeError(f"{flag} must be a number of seconds, but got {text!r}") from None
+        if not (zero and value == 0):
+            try:
+                require_finite_positive(**{flag: value})
+            except ValueError as err:
+                raise argparse.ArgumentTypeError(str(err) + (" (0 leaves the stage out)" if zero else "")) from None
         return value
     return parse
 
 
-def out_folder(text: str) -> Path:
-    """An argparse type: the folder the record goes to (created if missing), not a file."""
-    path = Path(text)
-    if not text.strip():
-        raise argparse.ArgumentTypeError("out: expected a folder, but got an empty path")
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"out {text!r}: expected a folder, but it is a file")
-    return path
-
-
 def main(argv=None) -> dict:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("out", type=out_folder)
-    p.add_argument("--seconds", type=positive("--seconds"), default=GPU_SECONDS,
+    p.add_argument("out", type=Path)
+    p.add_argument("--seconds", type=time_budget("--seconds"), default=GPU_SECONDS,
                    help=f"training time budget of the main run (default {GPU_SECONDS:g}, chapter 10's)")
     p.add_argument("--compile-steps", type=int, default=300)
-    p.add_argument("--ch11-seconds", type=positive("--ch11-seconds", zero=True), default=60.0,
+    p.add_argument("--ch11-seconds", type=time_budget("--ch11-seconds", zero=True), default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
     p.add_argument("--variant", type=overrides, default=None, metavar="NAME=VALUE,...",
                    help="the variant stage: train the gpu configuration with these changes (e.g. "
                         "batch_tokens=25000) for --variant-seconds, scoring the test split as it goes; "
                         "batch_size=N alone counts sentences (it drops the preset's batch_tokens)")
-    p.add_argument("--variant-seconds", type=positive("--variant-seconds"), default=120.0)
+    p.add_argument("--variant-seconds", type=time_budget("--variant-seconds"), default=120.0)
     p.add_argument("--stages", type=stage_list, default=None,
                    help=f"comma-separated, from {','.join(STAGES)} (default: all, in that order; "
                         "variant only with --variant)")
     p.add_argument("--merge", type=Path, default=None,
                    help="add this run's stages to an earlier record of the same machine (e.g. "
                         "book/records/gpu.json), so a second device call can finish what the first left")
-    p.add_argument("--deadline", type=positive("--deadline"), default=None,
+    p.add_argument("--deadline", type=time_budget("--deadline"), default=None,
                    help="seconds of wall time this call may use (the device's limit, less a margin): a stage "
                         "whose usual time no longer fits is skipped, listed under stages_skipped")
     p.add_argument("--dry-run", action="store_true", help="tiny configuration on the CPU (bf16): checks the script")
@@ -371,6 +364,10 @@ def main(argv=None) -> dict:
               and (s != "variant" or args.variant is not None)]
     if not stages:
         p.error(f"--stages {','.join(args.stages)}: nothing left to run (--ch11-seconds 0 leaves ch11 out)")
+    try:                             # a file, or a folder that cannot be written: refused before any work
+        prepare_out_dir(args.out, name="out ")
+    except (TypeError, ValueError) as err:
+        p.error(str(err))
     if args.dry_run:
         device, name, precision = "cpu", "tiny", "bf16"
         cfg = dataclasses.replace(CONFIGS["tiny"], n_train=1500, steps=12, eval_every=6)
@@ -385,7 +382,6 @@ def main(argv=None) -> dict:
         small = make_corpus(20_000, n_valid=200, n_test=10, n_longer=5, n_deeper=5, seed=cfg.seed)
     dev = torch.device(device)
     small_cfg = dataclasses.replace(cfg, n_train=len(small.train))
-    args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / ("gpu.json" if not args.dry_run else "gpu-dry-run.json")
     record = start_record(args.merge, args.dry_run, describe_machine(dev),
                           str(autocast_dtype(dev, precision)).replace("torch.", ""))

@@ -270,8 +270,7 @@ def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
     (["--variant", ","], "expected at least one NAME=VALUE"),
     (["--variant", "lr_scale=-1"], "lr_scale must be positive, but got -1.0"),  # TrainConfig's
     (["--variant", "dropout=1.5"], r"dropout must be in \[0, 1\), but got 1.5"),
-    (["--variant", "dropout=0", "--variant-seconds", "0"],
-     "--variant-seconds must be a positive number of seconds, but got '0'"),
+    (["--variant", "dropout=0", "--variant-seconds", "0"], "--variant-seconds must be positive, but got 0.0"),
     (["--variant", "dropout=0.1,dropout=0.2"], "dropout is given twice"),
 ])
 def test_bad_variants_are_refused_by_name(args, message, capsys):
@@ -296,10 +295,12 @@ def test_a_variant_in_sentences_drops_the_gpu_presets_token_budget():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--seconds", "0"], "--seconds must be a positive number of seconds, but got '0'"),
-    (["--seconds", "nan"], "--seconds must be a positive number of seconds, but got 'nan'"),
-    (["--deadline", "-1"], "--deadline must be a positive number of seconds, but got '-1'"),
-    (["--ch11-seconds", "-5"], "--ch11-seconds must be a non-negative number of seconds, but got '-5'"),
+    (["--seconds", "0"], "--seconds must be positive, but got 0.0"),
+    (["--seconds", "nan"], "--seconds must be positive, but got nan"),
+    (["--seconds", "inf"], "--seconds must be finite, but got inf"),
+    (["--seconds", "soon"], "--seconds must be a number of seconds, but got 'soon'"),
+    (["--deadline", "-1"], "--deadline must be positive, but got -1.0"),
+    (["--ch11-seconds", "-5"], r"--ch11-seconds must be positive, but got -5.0 \(0 leaves the stage out\)"),
     (["--stages", "ch11", "--ch11-seconds", "0"], "--stages ch11: nothing left to run"),
 ])
 def test_bad_budgets_are_refused_before_anything_runs(args, message, capsys):
@@ -315,7 +316,7 @@ def test_an_out_that_is_a_file_is_refused_before_anything_runs(tmp_path, capsys)
     afile.write_text("{}")
     with pytest.raises(SystemExit):
         main([str(afile), "--dry-run"])
-    assert f"out {str(afile)!r}: expected a folder, but it is a file" in capsys.readouterr().err
+    assert f"out {afile}: not a directory" in capsys.readouterr().err
 
 
 def test_progress_within_compares_two_runs_at_equal_time():
