@@ -125,12 +125,8 @@ def overrides(text: str) -> dict:
             raise argparse.ArgumentTypeError(f"--variant: {name}={value!r} is not {what}") from None
     if not out:
         raise argparse.ArgumentTypeError(f"--variant {text!r}: expected at least one NAME=VALUE")
-    # a sentence count replaces the gpu preset's token budget (as train's --batch-size does):
-    # batches are counted in tokens whenever batch_tokens is set
-    if "batch_size" in out and "batch_tokens" not in out:
-        out["batch_tokens"] = None
     try:                             # refused now, not after the main run's minutes
-        dataclasses.replace(CONFIGS["gpu"], **out)
+        CONFIGS["gpu"].with_changes(**out)
     except (ValueError, TypeError) as err:
         raise argparse.ArgumentTypeError(f"--variant {text!r}: {err}") from None
     return out
@@ -140,7 +136,7 @@ def variant_run(cfg, corpus, device: str, precision: str, seconds: float, change
     """The ``gpu`` configuration with ``changes``, trained for ``seconds`` on the same corpus, the test
     split scored after every evaluation: set beside the main run's ``test_during_training`` at equal
     time, it says whether the change reaches a score sooner."""
-    vcfg = dataclasses.replace(cfg, **changes)          # refused by TrainConfig if out of range
+    vcfg = cfg.with_changes(**changes)       # batch_size alone drops batch_tokens; TrainConfig checks
     during = []
     h = train(vcfg, corpus=corpus, device=device, precision=precision, max_seconds=seconds,
               progress=False, on_eval=test_scorer(corpus, during)).history

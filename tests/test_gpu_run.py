@@ -250,9 +250,8 @@ def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
     record = main([str(tmp_path), "--dry-run", "--stages", "train,variant", "--variant",
                    "dropout=0,batch_size=16,norm_first=true"])
     assert record["stages_done"] == ["train", "variant"]
-    v = record["variants"]["dropout=0.0,batch_size=16,norm_first=True,batch_tokens=None"]
-    # a sentence count replaces the preset's token budget, which would otherwise win
-    assert v["changes"] == {"dropout": 0.0, "batch_size": 16, "norm_first": True, "batch_tokens": None}
+    v = record["variants"]["dropout=0.0,batch_size=16,norm_first=True"]
+    assert v["changes"] == {"dropout": 0.0, "batch_size": 16, "norm_first": True}
     assert v["steps"] == 12 and [d["step"] for d in v["test_during_training"]] == [6, 12]
     assert v["budget_seconds"] == 120.0 and v["cudnn_attention"] is False
     # the main run is untouched by the variant: a different recipe, a different run
@@ -280,18 +279,21 @@ def test_bad_variants_are_refused_by_name(args, message, capsys):
     assert re.search(message, capsys.readouterr().err)
 
 
-def test_a_variant_in_sentences_drops_the_gpu_presets_token_budget():
+def test_a_variant_in_sentences_drops_the_gpu_presets_token_budget(monkeypatch):
     """batch_tokens wins whenever it is set: a batch_size variant of the gpu preset (8000 tokens)
-    would train the main recipe unchanged, under another name."""
-    import dataclasses
-
-    from scripts.gpu_run import overrides
+    trained the main recipe unchanged, under another name. The variant stage trains
+    cfg.with_changes(**changes), which drops the token budget."""
+    from scripts import gpu_run
     from tf_tutorial.train import CONFIGS
     assert CONFIGS["gpu"].batch_tokens is not None
-    cfg = dataclasses.replace(CONFIGS["gpu"], **overrides("batch_size=512"))
-    assert cfg.batch_size == 512 and cfg.batch_tokens is None
-    both = dataclasses.replace(CONFIGS["gpu"], **overrides("batch_size=512,batch_tokens=3000"))
-    assert both.batch_tokens == 3000                      # asked for both: both kept
+    trained = []
+    def fake_train(cfg, **kw):
+        trained.append(cfg)
+        raise RuntimeError("stop here")
+    monkeypatch.setattr(gpu_run, "train", fake_train)
+    with pytest.raises(RuntimeError, match="stop here"):
+        gpu_run.variant_run(CONFIGS["gpu"], None, "cpu", "fp32", 1.0, gpu_run.overrides("batch_size=512"))
+    assert trained[0].batch_size == 512 and trained[0].batch_tokens is None
 
 
 @pytest.mark.parametrize("args, message", [

@@ -229,6 +229,16 @@ def test_a_resumed_runs_time_budget_counts_from_zero(corpus, tmp_path, monkeypat
     assert r.history["seconds"] > first
 
 
+def test_with_changes_counts_sentences_when_only_batch_size_is_given():
+    gpu = CONFIGS["gpu"]
+    assert gpu.batch_tokens is not None                   # the preset counts tokens
+    assert gpu.with_changes(batch_size=512).batch_tokens is None
+    assert gpu.with_changes(batch_size=512, batch_tokens=3000).batch_tokens == 3000
+    assert gpu.with_changes(steps=5) == dataclasses.replace(gpu, steps=5)
+    with pytest.raises(ValueError, match="^batch_size must be a positive integer"):
+        gpu.with_changes(batch_size=0)
+
+
 def test_train_creates_a_missing_out_dir(corpus, tmp_path):
     out = tmp_path / "runs" / "tiny"                 # neither folder exists yet
     train(TINY, out_dir=out, corpus=corpus, progress=False, max_steps=2)

@@ -44,8 +44,8 @@ class TrainConfig:
     One training run. The model's shape, the data's size and the optimisation
     schedule. A batch is ``batch_tokens`` padded tokens when that is set, and
     then ``batch_size`` is not used (the ``cpu`` and ``gpu`` presets count in
-    tokens; ``dataclasses.replace(cfg, batch_size=N, batch_tokens=None)``, or
-    ``--batch-size N`` on the command line, counts sentences instead).
+    tokens; ``cfg.with_changes(batch_size=N)``, or ``--batch-size N`` on the
+    command line, counts sentences instead).
     """
 
     name: str = "cpu"
@@ -91,6 +91,17 @@ class TrainConfig:
         plain_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train",
                           "batch_size", "batch_tokens", "steps", "warmup",
                           "eval_every", "seed"))
+
+    def with_changes(self, **changes) -> "TrainConfig":
+        """改几处之后的副本；只给 batch_size 时改按句子数组批。
+
+        ``dataclasses.replace`` with one rule: ``batch_size`` given without
+        ``batch_tokens`` counts batches in sentences, so a token budget
+        (which would otherwise win, as in the presets) is dropped.
+        """
+        if "batch_size" in changes and "batch_tokens" not in changes:
+            changes = {**changes, "batch_tokens": None}
+        return dataclasses.replace(self, **changes)
 
     def model_config(self, corpus: Corpus) -> TransformerConfig:
         """按这次训练的设置和语料的词表，生成模型的配置。"""
@@ -799,13 +810,10 @@ def _config(parser, args) -> TrainConfig:
                                    ("batch_size", args.batch_size),
                                    ("batch_tokens", args.batch_tokens))
                  if v is not None}
-    # a sentence count replaces the preset's token budget
-    if args.batch_size is not None:
-        overrides["batch_tokens"] = None
     if args.resume is None:
         name = args.config or ("gpu" if torch.cuda.is_available()
                                and args.device != "cpu" else "cpu")
-        return dataclasses.replace(CONFIGS[name], **overrides)
+        return CONFIGS[name].with_changes(**overrides)
     try:
         state = load_checkpoint(args.resume)
     except CheckpointError as e:
@@ -815,7 +823,7 @@ def _config(parser, args) -> TrainConfig:
         parser.error(
             f"--config {args.config} does not match checkpoint {args.resume}, "
             f"which was trained with --config {saved.name}")
-    cfg = dataclasses.replace(saved, **overrides)
+    cfg = saved.with_changes(**overrides)
     if cfg.steps <= state["step"]:
         hint = ("a larger --steps" if args.steps is None
                 else f"--steps larger than {state['step']}")
