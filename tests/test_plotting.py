@@ -267,12 +267,35 @@ def test_layer_diagram_names_a_bad_box_list():
     plt.close(fig)
 
 
-def test_a_mask_heatmap_can_show_only_its_two_values_on_the_colour_bar():
-    # chapter 9's 0/1 mask had a colour bar ticked 0.0, 0.2, ..., 1.0, as if values in between occurred
+def test_a_mask_heatmap_names_its_two_values_on_the_colour_bar():
+    # chapter 9's 0/1 mask had a continuous colour bar ticked 0.0, 0.2, ..., 1.0, as if values in
+    # between occurred
     import torch
 
-    fig, ax = plt.subplots()
-    plotting.heatmap(ax, torch.ones(3, 3).tril(), title="掩码", cbar_label="是否允许", vmin=0, vmax=1,
-                     cbar_ticks=[0, 1])
+    family = plotting.cjk_font()
+    with matplotlib.rc_context({"font.family": "sans-serif", "font.sans-serif": [family]}):
+        fig, ax = plt.subplots()
+        image = plotting.heatmap(ax, torch.ones(3, 3).tril().int(), title="掩码", cbar_label="",
+                                 levels=["0 禁止", "1 允许"])
+        fig.canvas.draw()
     assert list(fig.axes[1].get_yticks()) == [0, 1]
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["0 禁止", "1 允许"]
+    assert image.cmap.N == 2 and image.norm(0) < 0.5 < image.norm(1)   # one colour each
+    with pytest.raises(ValueError, match=r"^levels names 2 values, but the matrix holds \[2\] as well$"):
+        plotting.heatmap(ax, torch.tensor([[0, 2]]), title="t", cbar_label="", levels=["a", "b"])
     plt.close(fig)
+
+
+def test_distinct_lines_keep_coinciding_curves_visible():
+    styles = plotting.distinct_lines(3)
+    assert [st["ms"] for st in styles] == sorted((st["ms"] for st in styles), reverse=True)
+    assert len({st["ls"] for st in styles}) == len({st["marker"] for st in styles}) == 3
+    assert all(st["mfc"] == "none" for st in styles)        # hollow: the smaller shows inside
+    fig, ax = plt.subplots()
+    for st in styles:
+        ax.plot([1, 2], [1, 1], **st)                     # three equal curves, all drawn
+    assert [line.get_marker() for line in ax.lines] == ["o", "^", "s"]
+    plt.close(fig)
+    for bad in (0, 5, 2.0, True):
+        with pytest.raises(ValueError, match=rf"^n must be an integer from 1 to 4, but got {bad!r}$"):
+            plotting.distinct_lines(bad)

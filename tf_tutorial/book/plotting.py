@@ -173,17 +173,37 @@ def plain_log_ticks(ax, axis: str = "y") -> None:
     a.set_minor_formatter(Plain(minor_thresholds=(2, 0.5)))
 
 
+_OVERLAP_STYLES = [dict(marker="o", ms=11, ls="-"), dict(marker="^", ms=8, ls="--"),
+                   dict(marker="s", ms=5, ls=":"), dict(marker="D", ms=3, ls="-.")]
+
+
+def distinct_lines(n: int) -> list[dict]:
+    """几条可能重合的曲线的样式：空心标记由大到小、线型各不相同，重合处每一条都看得见。
+
+    Styles for ``n`` (at most 4) series that may lie on one another: hollow markers from
+    large to small and a different line style each, so where the curves coincide every one
+    stays visible. Pass each as ``ax.plot(x, y, **style, label=...)``.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(_OVERLAP_STYLES):
+        raise ValueError(f"n must be an integer from 1 to {len(_OVERLAP_STYLES)}, but got {n!r}")
+    return [dict(style, mfc="none", mew=1.5) for style in _OVERLAP_STYLES[:n]]
+
+
+_LEVEL_COLOURS = ["#e8e8e8", "#3b75af"]   # a two-valued matrix: off pale grey, on blue
+
+
 def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=None,
-            xlabel: str | None = None, ylabel: str | None = None, cbar_ticks=None,
+            xlabel: str | None = None, ylabel: str | None = None, levels=None,
             **imshow_kwargs):
     """在 ``ax`` 上画带色条的热力图（全书唯一的热力图画法）。
 
     Draw ``matrix`` (rows × columns) on ``ax`` with a colour bar, the book's one heatmap.
 
     Token lists given as ``x_labels`` / ``y_labels`` become tick labels (attention maps).
-    ``cbar_ticks`` puts the colour bar's ticks there only (``[0, 1]`` for a mask, whose colour
-    bar should not suggest values in between). Returns the image, so callers can share a colour
-    scale.
+    ``levels`` names the values of a matrix that holds only 0, 1, …, n − 1 (a mask:
+    ``["0 禁止", "1 允许"]``): each value gets one colour and the colour bar names it, instead of
+    a continuous scale that suggests values in between. Returns the image, so callers can share a
+    colour scale.
     """
     import numpy as np
 
@@ -198,8 +218,22 @@ def heatmap(ax, matrix, *, title: str, cbar_label: str, x_labels=None, y_labels=
     for name, labels, n in (("x_labels", x_labels, data.shape[1]), ("y_labels", y_labels, data.shape[0])):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} entries but the matrix has {n}")
+    ticks = None
+    if levels is not None:
+        from matplotlib.colors import ListedColormap
+
+        n = len(levels)
+        if not np.isin(data, np.arange(n)).all():
+            raise ValueError(f"levels names {n} values, but the matrix holds "
+                             f"{sorted(set(np.unique(data).tolist()) - set(range(n)))[:5]} as well")
+        imshow_kwargs.setdefault("cmap", ListedColormap(_LEVEL_COLOURS) if n == 2
+                                 else matplotlib.colormaps["viridis"].resampled(n))
+        imshow_kwargs.update(vmin=-0.5, vmax=n - 0.5)
+        ticks = range(n)
     image = ax.imshow(data, aspect="auto", interpolation="nearest", **imshow_kwargs)
-    ax.figure.colorbar(image, ax=ax, label=cbar_label, ticks=cbar_ticks)
+    bar = ax.figure.colorbar(image, ax=ax, label=cbar_label, ticks=ticks)
+    if levels is not None:
+        bar.set_ticklabels(levels)
     ax.grid(False)
     if x_labels is not None:
         ax.set_xticks(range(len(x_labels)), x_labels)
