@@ -256,7 +256,6 @@ def test_every_bibliography_entry_is_cited_and_every_citation_exists():
     assert bib - cited == set(), f"in references.bib but never cited: {bib - cited}"
 
 
-
 def test_no_two_references_would_be_cited_alike():
     """Two works whose author-year citation reads alike need 2023a / 2023b in their year fields."""
     from pybtex.database import parse_file
@@ -287,6 +286,7 @@ def test_the_reference_list_labels_each_entry_as_the_text_cites_it(built_book):
         cited |= set(re.findall(r'href="appendix_references\.html#[^"]+" title="[^"]*">([^<]+, \d{4}[a-z]?)</a>',
                                 chapter.read_text(encoding="utf-8")))
     assert len(cited) > 15 and cited <= set(labels), f"cited as, but not listed as: {cited - set(labels)}"
+
 
 CODE_COLUMNS = 80  # what a code block shows at a 1280-pixel window (_static/book.css; a CJK character is two)
 
