@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -276,6 +277,28 @@ def test_checkpoint_errors(corpus, tmp_path):
         load_checkpoint(tmp_path / "missing.pt")
 
 
+class _RunsCodeWhenUnpickled:
+    """Unpickling it calls ``Path.touch``: what a malicious checkpoint could do."""
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return Path.touch, (self.marker,)
+
+
+def test_reading_a_checkpoint_runs_no_code_from_the_file(corpus, tmp_path):
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=1)
+    state = torch.load(tmp_path / "checkpoint.pt", weights_only=True)  # what training wrote
+    marker = tmp_path / "code-ran"
+    state["history"]["note"] = _RunsCodeWhenUnpickled(marker)
+    torch.save(state, tmp_path / "tampered.pt")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(tmp_path / "tampered.pt")
+    assert not marker.exists()
+    torch.load(tmp_path / "tampered.pt", weights_only=False)  # the danger is real: the test can fail
+    assert marker.exists()
+
+
 def test_a_failed_save_keeps_the_old_checkpoint(tmp_path, monkeypatch):
     path = tmp_path / "checkpoint.pt"
     save_checkpoint(path, step=1)
@@ -288,7 +311,7 @@ def test_a_failed_save_keeps_the_old_checkpoint(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         save_checkpoint(path, step=2)
     monkeypatch.undo()
-    assert torch.load(path)["step"] == 1
+    assert torch.load(path, weights_only=True)["step"] == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.pt"]
 
 

@@ -320,11 +320,14 @@ def checkpoint_path(path) -> Path:
 def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。
 
-    ``path``: the checkpoint file, or the folder a run wrote it to.
+    ``path``: the checkpoint file, or the folder a run wrote it to. The file
+    is read with ``weights_only=True``: a checkpoint holds only tensors,
+    numbers, strings, lists and dicts, so a file from someone else cannot run
+    code while it is being read.
     """
     path = checkpoint_path(path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=False)
+        state = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise CheckpointNotFoundError(
             f"checkpoint {path} does not exist") from None
