@@ -1,5 +1,6 @@
 """A real browser opens the built book: typeset math, loaded figures, the Colab link, Chinese
-search, and display equations that fit the content column at a 1400-pixel window.
+search, display equations that fit the content column at a 1400-pixel window, no inline formula
+cut off, and pages that do not scroll sideways on a phone.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). Without them
 the test skips with the reason, except under CI (``CI`` set), where it fails instead.
