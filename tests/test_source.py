@@ -41,6 +41,22 @@ def test_show_of_code_without_a_source_file():
         show(namespace["made_up"])
 
 
+def test_show_refuses_lines_that_do_not_define_the_object():
+    """Python 3.13 keeps the text of ``python -c`` and of exec() under one name, "<string>", so
+    getsource could hand back another piece of code's lines; show() must not display them."""
+    import linecache
+    name = "<made-up-cell>"
+    namespace = {}
+    exec(compile("def made_up():\n    return 1\n", name, "exec"), namespace)
+    linecache.cache[name] = (12, None, ["x = 1\n", "y = 2\n"], name)   # other code, same name
+    try:
+        assert inspect.getsource(namespace["made_up"]) == "x = 1\n"    # what Python hands back
+        with pytest.raises(ValueError, match=r"of 'made_up': the lines Python found for it do not "):
+            show(namespace["made_up"])
+    finally:
+        del linecache.cache[name]
+
+
 def test_show_of_several_objects_shows_each_in_order():
     from tf_tutorial.rnn import ElmanRNN as first, jacobian_norms as second
     shown = show(first, second)

@@ -5,6 +5,7 @@ Show the real, tested source of an object in a notebook (the book never pastes a
 from __future__ import annotations
 
 import inspect
+import re
 import textwrap
 
 _SHOWABLE = "a class, function, method or module written in Python"
@@ -32,11 +33,21 @@ def source_of(obj) -> str:
                             "which is implemented in C and has no Python source")
         raise TypeError(f"show() expected {_SHOWABLE}, but got an object of type {what}: "
                         f"{obj!r:.80}")
+    no_file = ("Objects defined in an interactive session, in exec() or in C have no source "
+               "file")
     try:
         text = inspect.getsource(target)
     except (OSError, TypeError) as err:
-        raise ValueError(f"show() could not find the source of {name!r}: {err}. Objects defined "
-                         "in an interactive session, in exec() or in C have no source file") from err
+        raise ValueError(f"show() could not find the source of {name!r}: {err}. "
+                         f"{no_file}") from err
+    # Python 3.13 keeps the text of `python -c` and of other exec() calls under the same
+    # name "<string>", so for code from exec() getsource can return some other code's lines.
+    defined = target.__func__ if inspect.ismethod(target) else target
+    if not inspect.ismodule(defined) and defined.__name__ != "<lambda>":
+        head = re.search(r"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+(\w+)", text, re.M)
+        if head is None or head.group(1) != defined.__name__:
+            raise ValueError(f"show() could not find the source of {name!r}: the lines Python "
+                             f"found for it do not define it. {no_file}")
     return textwrap.dedent(text)
 
 
