@@ -341,7 +341,8 @@ SIDEWAYS_PAGE = """
 @pytest.fixture(scope="module")
 def answers_open(browser, served_book):
     """Every page with its answers open: inline formulas measured at a 1280-pixel window, then the
-    page's width at a phone's 360 pixels (the same layout without a reload)."""
+    page's width at a phone's 360 pixels (the same page resized without a reload, so the
+    answers stay open)."""
     seen = {"cut": {}, "sideways": {}, "pages": 0, "formulas": 0}
     try:
         for doc in sync_book.toc_files():
@@ -368,8 +369,8 @@ def answers_open(browser, served_book):
 @pytest.mark.slow
 def test_no_inline_formula_is_cut_off_at_1280_pixels(answers_open):
     """An inline formula cannot break across lines, and the theme cuts off what does not fit its
-    column: chapter 12's exercise 2 answer lost the last matrix of its product. Such a formula
-    belongs on a display line (split with aligned where it is long)."""
+    column: chapter 12's exercise 2 answer lost the result matrix at the right of its equation.
+    Such a formula belongs in a display equation (split with aligned where it is long)."""
     assert answers_open["pages"] == len(sync_book.toc_files())
     assert answers_open["formulas"] > 2000, "few inline formulas found: the selector no longer matches"
     assert not answers_open["cut"], f"inline formulas cut off at their column: {answers_open['cut']}"
@@ -377,8 +378,8 @@ def test_no_inline_formula_is_cut_off_at_1280_pixels(answers_open):
 
 @pytest.mark.slow
 def test_no_page_scrolls_sideways_on_a_phone(answers_open):
-    """At 360 pixels the whole page once scrolled sideways on eight pages: long inline code in
-    headings and prose, a glued BLEU signature, a reference's address, chapter 12's title. Now
-    they break where they must, and an inline formula too wide for a phone scrolls on its own
-    (_static/book.css)."""
+    """Before _static/book.css handled narrow screens, eight pages scrolled sideways at 360
+    pixels: long inline code in headings and prose, a glued BLEU signature, a reference's
+    address, chapter 12's title. Now they break where they must, and an inline formula too wide
+    for a phone scrolls inside its own box while the page stays put."""
     assert not answers_open["sideways"], f"pages wider than a 360-pixel screen: {answers_open['sideways']}"
