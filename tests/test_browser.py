@@ -220,20 +220,50 @@ PUNCTUATION_AFTER_MATH = """
     return found;"""
 
 
+OPEN_ANSWERS = """
+    // the exercises' answers are folded away (sphinx-togglebutton); measure them open
+    document.querySelectorAll('.toggle-hidden').forEach(x => x.classList.remove('toggle-hidden'));
+    document.querySelectorAll('details').forEach(x => x.open = true);"""
+
+CUT_INLINE_FORMULAS = """
+    // the theme clips an inline formula to its column (overflow: hidden): what would be cut off
+    return [...document.querySelectorAll('main span.math')].filter(m => {
+        const math = m.querySelector('mjx-math');
+        return math && math.getBoundingClientRect().width > m.clientWidth + 2;
+      }).map(m => `${Math.round(m.querySelector('mjx-math').getBoundingClientRect().width)} px > `
+                  + `${m.clientWidth} px: ` + m.textContent.slice(0, 40));"""
+
+SIDEWAYS_PAGE = """
+    // the whole page wider than the screen, and the elements that stick out past its edge
+    const width = document.documentElement.clientWidth;
+    if (document.documentElement.scrollWidth <= width) return [];
+    const scrolls = e => ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX);
+    const out = [`page ${document.documentElement.scrollWidth} px > ${width} px`];
+    for (const e of document.querySelectorAll('main *')) {
+      if (e.getBoundingClientRect().right <= width + 1 || e.children.length) continue;
+      let p = e.parentElement;
+      while (p && !scrolls(p)) p = p.parentElement;
+      if (!p || p.getBoundingClientRect().right > width + 1) out.push(e.textContent.slice(0, 40));
+    }
+    return out.slice(0, 6);"""
+
+
 @pytest.fixture(scope="module")
 def every_page(browser, served_book):
-    """One visit to every page, measured at both widths the two layout tests need.
+    """One visit to every page, measured at the widths the layout tests need.
 
     Each page is loaded (and its formulas typeset) once: its code blocks are measured at a
-    1280-pixel window, then its display equations at 1400 pixels (the reviewer's), after a
-    resize that needs no reload.
+    1280-pixel window, then its display equations at 1400 pixels (the reviewer's). Then its
+    exercises' answers are opened, its inline formulas measured at 1280 pixels again, and the
+    page's width at a phone's 360 pixels. The resizes need no reload.
     """
     seen = {"equations": {}, "code": {}, "tables": {}, "punctuation": {}, "blocks": 0,
-            "untypeset": [], "inline": 0}
+            "untypeset": [], "inline": 0, "cut": {}, "sideways": {}, "pages": 0, "formulas": 0}
     try:
         for doc in sync_book.toc_files():
             browser.set_window_size(1280, 1000)
             browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
+            seen["pages"] += 1
             seen["blocks"] += browser.execute_script(
                 "return document.querySelectorAll('main div.cell_input pre').length")
             found = browser.execute_script(SCROLLING_CODE)
@@ -242,21 +272,31 @@ def every_page(browser, served_book):
             found = browser.execute_script(WIDE_TABLES)
             if found:
                 seen["tables"][doc.name] = found
-            if not browser.execute_script("return document.querySelectorAll('.math').length"):
-                continue
-            if not wait_for(browser, TYPESET):
+            has_math = browser.execute_script("return document.querySelectorAll('.math').length")
+            if has_math and not wait_for(browser, TYPESET):
                 seen["untypeset"].append(doc.name)
-                continue
-            seen["inline"] += browser.execute_script(
-                "return document.querySelectorAll('main span.nobr span.math').length")
-            found = browser.execute_script(PUNCTUATION_AFTER_MATH)
-            browser.set_window_size(1400, 1000)
-            found += browser.execute_script(PUNCTUATION_AFTER_MATH)
+            elif has_math:
+                seen["inline"] += browser.execute_script(
+                    "return document.querySelectorAll('main span.nobr span.math').length")
+                found = browser.execute_script(PUNCTUATION_AFTER_MATH)
+                browser.set_window_size(1400, 1000)
+                found += browser.execute_script(PUNCTUATION_AFTER_MATH)
+                if found:
+                    seen["punctuation"][doc.name] = found
+                found = browser.execute_script(WIDE_EQUATIONS)
+                if found:
+                    seen["equations"][doc.name] = found
+                browser.set_window_size(1280, 1000)
+            browser.execute_script(OPEN_ANSWERS)
+            seen["formulas"] += browser.execute_script(
+                "return document.querySelectorAll('main span.math mjx-math').length")
+            found = browser.execute_script(CUT_INLINE_FORMULAS)
             if found:
-                seen["punctuation"][doc.name] = found
-            found = browser.execute_script(WIDE_EQUATIONS)
+                seen["cut"][doc.name] = found
+            browser.set_window_size(360, 800)
+            found = browser.execute_script(SIDEWAYS_PAGE)
             if found:
-                seen["equations"][doc.name] = found
+                seen["sideways"][doc.name] = found
         # the measurement itself: an 80-column line fits, an 86-column one does not
         browser.set_window_size(1280, 1000)
         browser.get(f"{served_book}/book/ch01_rnn.html")
@@ -310,76 +350,20 @@ def test_no_line_begins_with_the_punctuation_after_a_formula(every_page):
     assert not every_page["punctuation"], every_page["punctuation"]
 
 
-OPEN_ANSWERS = """
-    // the exercises' answers are folded away (sphinx-togglebutton); measure them open
-    document.querySelectorAll('.toggle-hidden').forEach(x => x.classList.remove('toggle-hidden'));
-    document.querySelectorAll('details').forEach(x => x.open = true);"""
-
-CUT_INLINE_FORMULAS = """
-    // the theme clips an inline formula to its column (overflow: hidden): what would be cut off
-    return [...document.querySelectorAll('main span.math')].filter(m => {
-        const math = m.querySelector('mjx-math');
-        return math && math.getBoundingClientRect().width > m.clientWidth + 2;
-      }).map(m => `${Math.round(m.querySelector('mjx-math').getBoundingClientRect().width)} px > `
-                  + `${m.clientWidth} px: ` + m.textContent.slice(0, 40));"""
-
-SIDEWAYS_PAGE = """
-    // the whole page wider than the screen, and the elements that stick out past its edge
-    const width = document.documentElement.clientWidth;
-    if (document.documentElement.scrollWidth <= width) return [];
-    const scrolls = e => ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX);
-    const out = [`page ${document.documentElement.scrollWidth} px > ${width} px`];
-    for (const e of document.querySelectorAll('main *')) {
-      if (e.getBoundingClientRect().right <= width + 1 || e.children.length) continue;
-      let p = e.parentElement;
-      while (p && !scrolls(p)) p = p.parentElement;
-      if (!p || p.getBoundingClientRect().right > width + 1) out.push(e.textContent.slice(0, 40));
-    }
-    return out.slice(0, 6);"""
-
-
-@pytest.fixture(scope="module")
-def answers_open(browser, served_book):
-    """Every page with its answers open: inline formulas measured at a 1280-pixel window, then the
-    page's width at a phone's 360 pixels (the same page resized without a reload, so the
-    answers stay open)."""
-    seen = {"cut": {}, "sideways": {}, "pages": 0, "formulas": 0}
-    try:
-        for doc in sync_book.toc_files():
-            browser.set_window_size(1280, 1000)
-            browser.get(f"{served_book}/{doc.relative_to(ROOT)}.html")
-            if browser.execute_script("return document.querySelectorAll('.math').length"):
-                assert wait_for(browser, TYPESET), f"{doc.name}: formulas were not typeset"
-            browser.execute_script(OPEN_ANSWERS)
-            seen["pages"] += 1
-            seen["formulas"] += browser.execute_script(
-                "return document.querySelectorAll('main span.math mjx-math').length")
-            found = browser.execute_script(CUT_INLINE_FORMULAS)
-            if found:
-                seen["cut"][doc.name] = found
-            browser.set_window_size(360, 800)
-            found = browser.execute_script(SIDEWAYS_PAGE)
-            if found:
-                seen["sideways"][doc.name] = found
-    finally:
-        browser.set_window_size(1280, 1600)
-    return seen
-
-
 @pytest.mark.slow
-def test_no_inline_formula_is_cut_off_at_1280_pixels(answers_open):
+def test_no_inline_formula_is_cut_off_at_1280_pixels(every_page):
     """An inline formula cannot break across lines, and the theme cuts off what does not fit its
     column: chapter 12's exercise 2 answer lost the result matrix at the right of its equation.
     Such a formula belongs in a display equation (split with aligned where it is long)."""
-    assert answers_open["pages"] == len(sync_book.toc_files())
-    assert answers_open["formulas"] > 2000, "few inline formulas found: the selector no longer matches"
-    assert not answers_open["cut"], f"inline formulas cut off at their column: {answers_open['cut']}"
+    assert every_page["pages"] == len(sync_book.toc_files())
+    assert every_page["formulas"] > 2000, "few inline formulas found: the selector no longer matches"
+    assert not every_page["cut"], f"inline formulas cut off at their column: {every_page['cut']}"
 
 
 @pytest.mark.slow
-def test_no_page_scrolls_sideways_on_a_phone(answers_open):
+def test_no_page_scrolls_sideways_on_a_phone(every_page):
     """Before _static/book.css handled narrow screens, eight pages scrolled sideways at 360
     pixels: long inline code in headings and prose, a glued BLEU signature, a reference's
     address, chapter 12's title. Now they break where they must, and an inline formula too wide
     for a phone scrolls inside its own box while the page stays put."""
-    assert not answers_open["sideways"], f"pages wider than a 360-pixel screen: {answers_open['sideways']}"
+    assert not every_page["sideways"], f"pages wider than a 360-pixel screen: {every_page['sideways']}"
