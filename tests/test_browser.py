@@ -1,6 +1,6 @@
 """A real browser opens the built book: typeset math, loaded figures, the Colab link, Chinese
 search, display equations that fit the content column at a 1400-pixel window, no inline formula
-cut off, and pages that do not scroll sideways on a phone.
+cut off, and pages whose width and inline formulas fit a phone.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``.ci/run`` installs them). Without them
 the test skips with the reason, except under CI (``CI`` set), where it fails instead.
@@ -247,6 +247,12 @@ SIDEWAYS_PAGE = """
     }
     return out.slice(0, 6);"""
 
+SCROLLING_INLINE_FORMULAS = """
+    // an inline formula wider than its line: on a phone it scrolls inside its own box
+    return [...document.querySelectorAll('main span.math')].filter(
+        m => m.scrollWidth > m.clientWidth + 2).map(
+        m => `${m.scrollWidth} px > ${m.clientWidth} px: ` + m.textContent.slice(0, 40));"""
+
 
 @pytest.fixture(scope="module")
 def every_page(browser, served_book):
@@ -255,10 +261,10 @@ def every_page(browser, served_book):
     Each page is loaded (and its formulas typeset) once: its code blocks are measured at a
     1280-pixel window, then its display equations at 1400 pixels (the reviewer's). Then its
     exercises' answers are opened, its inline formulas measured at 1280 pixels again, and the
-    page's width at a phone's 360 pixels. The resizes need no reload.
+    page's width and its inline formulas at a phone's 360 pixels. The resizes need no reload.
     """
     seen = {"equations": {}, "code": {}, "tables": {}, "punctuation": {}, "blocks": 0,
-            "untypeset": [], "inline": 0, "cut": {}, "sideways": {}, "pages": 0, "formulas": 0}
+            "untypeset": [], "inline": 0, "cut": {}, "sideways": {}, "scrolling": {}, "pages": 0, "formulas": 0}
     try:
         for doc in sync_book.toc_files():
             browser.set_window_size(1280, 1000)
@@ -297,6 +303,9 @@ def every_page(browser, served_book):
             found = browser.execute_script(SIDEWAYS_PAGE)
             if found:
                 seen["sideways"][doc.name] = found
+            found = browser.execute_script(SCROLLING_INLINE_FORMULAS)
+            if found:
+                seen["scrolling"][doc.name] = found
         # the measurement itself: an 80-column line fits, an 86-column one does not
         browser.set_window_size(1280, 1000)
         browser.get(f"{served_book}/book/ch01_rnn.html")
@@ -367,3 +376,13 @@ def test_no_page_scrolls_sideways_on_a_phone(every_page):
     address, chapter 12's title. Now they break where they must, and an inline formula too wide
     for a phone scrolls inside its own box while the page stays put."""
     assert not every_page["sideways"], f"pages wider than a 360-pixel screen: {every_page['sideways']}"
+
+
+@pytest.mark.slow
+def test_no_inline_formula_scrolls_on_a_phone(every_page):
+    """At 360 pixels, 18 inline formulas were wider than their line and had to be scrolled
+    inside their own box (an answer's ‖Λ_m W_hh‖₂ = ‖Λ_m‖₂ = max_i(1 − h²), chapter 12's
+    a/ℓ identity). A formula that long is a display equation now; the phone stylesheet's
+    scrolling box stays as the fallback."""
+    assert every_page["formulas"] > 2000, "few inline formulas found: the selector no longer matches"
+    assert not every_page["scrolling"], f"inline formulas that scroll at 360 px: {every_page['scrolling']}"
