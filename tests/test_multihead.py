@@ -248,3 +248,20 @@ def test_a_call_refused_for_its_mask_leaves_the_kv_cache_as_it_was(kind):
     assert cache.length == 3
     retry = m(x[:, 3:], x[:, 3:], x[:, 3:], mask=torch.ones(1, 4, dtype=torch.bool), cache=cache)
     torch.testing.assert_close(retry, full[:, 3:], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["mha", "gqa"])
+def test_a_mask_with_one_row_per_sentence_is_told_to_take_a_query_axis(kind):
+    """nn.MultiheadAttention's key_padding_mask is (B, S); broadcasting reads a 2-D mask as (T, S)."""
+    from tf_tutorial.multihead import GroupedQueryAttention
+    layer = MultiHeadAttention(8, 2) if kind == "mha" else GroupedQueryAttention(8, 2, 1)
+    x, kv = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    keep = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    with pytest.raises(ValueError, match=r"^mask of shape \(2, 4\): a 2-D mask is read as \(T, S\), one row per "
+                                         r"query\. A mask with one row per sentence needs a query axis: "
+                                         r"mask\[:, None\] has shape \(2, 1, 4\)$"):
+        layer(x, kv, kv, keep)
+    out = layer(x, kv, kv, keep[:, None])                                   # the advice works
+    assert out.shape == (2, 3, 8)
+    assert torch.equal(layer(x, kv, kv, torch.ones(3, 4, dtype=torch.bool)),   # a real (T, S) mask
+                       layer(x, kv, kv))

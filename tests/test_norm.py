@@ -145,3 +145,9 @@ def test_in_float16_the_written_out_path_zeroes_a_row_whose_squares_overflow_as_
     assert plain[0].abs().max() == 0 and exact[0].abs().max() > 3
     torch.testing.assert_close(plain[1].float(), exact[1], atol=1e-2, rtol=1e-2)
     torch.testing.assert_close(fused.float(), exact, atol=1e-2, rtol=1e-2)
+
+
+def test_a_printed_layer_norm_shows_its_width_and_eps():
+    """Printed inside an encoder layer, LayerNorm() told nothing; nn.LayerNorm shows both."""
+    assert repr(LayerNorm(8)) == "LayerNorm(8, eps=1e-05)"
+    assert repr(LayerNorm(8, eps=1e-6, fused=False)) == "LayerNorm(8, eps=1e-06, fused=False)"

@@ -55,6 +55,13 @@ def heads_mask(mask, batch: int, queries: int, keys: int):
     if four or isinstance(mask, torch.Tensor) and mask.dim() > 4:
         raise ValueError(f"mask: one (B, T, S) or (B, 1, T, S) mask serves "
                          f"every head, but got shape {tuple(mask.shape)}")
+    if (isinstance(mask, torch.Tensor) and mask.dim() == 2 and batch > 1
+            and mask.shape == (batch, keys) and batch != queries):
+        # one row per sentence, like nn.MultiheadAttention's key_padding_mask
+        raise ValueError(f"mask of shape {tuple(mask.shape)}: a 2-D mask is "
+                         f"read as (T, S), one row per query. A mask with one "
+                         f"row per sentence needs a query axis: mask[:, None] "
+                         f"has shape ({batch}, 1, {keys})")
     check_mask(mask, (batch, queries, keys))
     has_key = mask.any(dim=-1, keepdim=True)
     return (mask[:, None] if mask.dim() == 3 else mask), has_key

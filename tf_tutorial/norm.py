@@ -61,6 +61,11 @@ class LayerNorm(nn.Module):
         out = (x - mu) / torch.sqrt(var + self.eps) * self.weight + self.bias
         return out.to(x.dtype)  # as F.layer_norm: float32 γ, β do not promote
 
+    def extra_repr(self) -> str:
+        """打印模块时显示的参数，例如 LayerNorm(512, eps=1e-05)。"""
+        return f"{self.d_model}, eps={self.eps}" + ("" if self.fused else
+                                                      ", fused=False")
+
 
 def _fused_layer_norm(x, weight, bias, eps):
     """``F.layer_norm`` over the last dimension, in the dtype the written-out
