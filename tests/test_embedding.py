@@ -189,3 +189,13 @@ def test_a_float64_model_gets_a_float64_exact_positional_table():
     # back to float32 and to float64 again: still the formula, not a cast of a cast
     back = pe.float().double()
     assert torch.equal(back.pe, positional_encoding(2000, 16, torch.float64))
+
+
+def test_token_embedding_weight_is_its_table_like_nn_embedding():
+    """emb.weight, as on nn.Embedding, is the table itself (the same Parameter, before √D)."""
+    emb = TokenEmbedding(10, 4)
+    assert emb.weight is emb.table.weight
+    assert [name for name, _ in emb.named_parameters()] == ["table.weight"]   # counted once
+    with torch.no_grad():
+        emb.weight[3] = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    assert torch.equal(emb(torch.tensor([[3]]))[0, 0], torch.tensor([2.0, 4.0, 6.0, 8.0]))

@@ -87,6 +87,11 @@ class TokenEmbedding(nn.Module):
         self.table = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.table.weight, std=d_model ** -0.5)
 
+    @property
+    def weight(self) -> nn.Parameter:
+        """词向量表 (|𝒱|, D)，乘 √D 之前的，即 ``table.weight``。"""
+        return self.table.weight
+
     def check_ids(self, tokens: torch.Tensor) -> None:
         """检查词元编号。
 
