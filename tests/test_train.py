@@ -105,6 +105,25 @@ def test_on_eval_sees_every_evaluation_and_its_time_is_not_training_time(corpus,
         train(cfg, corpus=corpus, progress=False, on_eval=3)
 
 
+
+def test_the_time_spent_validating_is_counted_apart(corpus, monkeypatch):
+    """seconds includes the validation passes; eval_seconds says how much of it they took, so a
+    timing of the steps alone (scripts/calibrate_ch11.py) can take them out."""
+    import tf_tutorial.train as train_module
+    clock = [0.0]                      # a clock that only validation moves
+    monkeypatch.setattr(train_module.time, "perf_counter", lambda: clock[0])
+    real_validate = train_module.validate
+
+    def slow_validate(*args, **kwargs):
+        clock[0] += 7.0
+        return real_validate(*args, **kwargs)
+    monkeypatch.setattr(train_module, "validate", slow_validate)
+    h = train(dataclasses.replace(TINY, eval_every=10**6), corpus=corpus, progress=False,
+              max_steps=6).history
+    assert h["eval_step"] == [6]                            # the one pass at the last step
+    assert h["eval_seconds"] == 7.0 and h["seconds"] == 7.0
+
+
 def test_on_a_gpu_the_checkpoint_also_keeps_the_gpus_random_state(monkeypatch):
     # dropout on a GPU draws from the GPU's generator: without its state a resumed run
     # would reuse the dropout masks of steps 1, 2, 3, ... (no GPU here: the calls are spied)

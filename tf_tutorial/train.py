@@ -537,6 +537,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     evaluation, ``seconds`` being the training time so far (``scripts/gpu_run.py``
     scores the test split there); the time it takes is left out of the training
     time and of ``max_seconds``.
+    ``history["seconds"]``, the training time, includes the validation passes
+    and the checkpoint saves; ``history["eval_seconds"]`` is the part spent
+    validating, for timings that want the steps alone.
     """
     if on_eval is not None and not callable(on_eval):
         raise TypeError(f"on_eval must be a function (step, model, seconds), "
@@ -562,7 +565,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     model = Transformer(mcfg).to(dev)
     opt, sched = optimizer_and_schedule(model, cfg)
     history = {"step": [], "loss": [], "lr": [], "eval_step": [],
-               "valid_loss": [], "valid_acc": [], "seconds": 0.0, "tokens": 0}
+               "valid_loss": [], "valid_acc": [], "seconds": 0.0,
+               "eval_seconds": 0.0, "tokens": 0}
     step = 0
     if state:
         try:
@@ -574,6 +578,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         history, step = state["history"], state["step"]
+        history.setdefault("eval_seconds", 0.0)   # checkpoints before it
         _restore_rng(state, dev)
         changed = [f"{k}={v!r} (this run: {getattr(cfg, k)!r})"
                    for k, v in state["train_config"].items()
@@ -617,7 +622,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         nonlocal paused
         history["loss"] += [x.item() for x in losses]
         losses.clear()
+        began = time.perf_counter()
         vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
+        history["eval_seconds"] += time.perf_counter() - began
         history["eval_step"].append(step)
         history["valid_loss"].append(vl)
         history["valid_acc"].append(va)
