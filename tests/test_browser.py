@@ -254,6 +254,23 @@ SCROLLING_INLINE_FORMULAS = """
         m => `${m.scrollWidth} px > ${m.clientWidth} px: ` + m.textContent.slice(0, 40));"""
 
 
+def settled(driver, script, tries: int = 4):
+    """What ``script`` finds once the layout has settled.
+
+    A busy machine can measure while a resized page is still settling (under CI load, once,
+    every formula of a page read ~20% too wide at 360 pixels): a real problem is still there
+    when measured again a moment later, after the fonts have loaded; a transient one is not.
+    """
+    found = driver.execute_script(script)
+    for _ in range(tries):
+        if not found:
+            break
+        wait_for(driver, "return document.fonts.status === 'loaded'", timeout=5.0)
+        time.sleep(0.5)
+        found = driver.execute_script(script)
+    return found
+
+
 @pytest.fixture(scope="module")
 def every_page(browser, served_book):
     """One visit to every page, measured at the widths the layout tests need.
@@ -264,7 +281,8 @@ def every_page(browser, served_book):
     page's width and its inline formulas at a phone's 360 pixels. The resizes need no reload.
     """
     seen = {"equations": {}, "code": {}, "tables": {}, "punctuation": {}, "blocks": 0,
-            "untypeset": [], "inline": 0, "cut": {}, "sideways": {}, "scrolling": {}, "pages": 0, "formulas": 0}
+            "untypeset": [], "inline": 0, "cut": {}, "sideways": {}, "scrolling": {},
+            "pages": 0, "formulas": 0}
     try:
         for doc in sync_book.toc_files():
             browser.set_window_size(1280, 1000)
@@ -296,23 +314,14 @@ def every_page(browser, served_book):
             browser.execute_script(OPEN_ANSWERS)
             seen["formulas"] += browser.execute_script(
                 "return document.querySelectorAll('main span.math mjx-math').length")
-            found = browser.execute_script(CUT_INLINE_FORMULAS)
+            found = settled(browser, CUT_INLINE_FORMULAS)
             if found:
                 seen["cut"][doc.name] = found
             browser.set_window_size(360, 800)
-            found = browser.execute_script(SIDEWAYS_PAGE)
+            found = settled(browser, SIDEWAYS_PAGE)
             if found:
                 seen["sideways"][doc.name] = found
-            # a busy machine can measure while the narrow layout is still settling (under
-            # CI load once every formula of a page read ~20% too wide): a real overflow
-            # stays when measured again a moment later, a transient one does not
-            found = browser.execute_script(SCROLLING_INLINE_FORMULAS)
-            for _ in range(4):
-                if not found:
-                    break
-                wait_for(browser, "return document.fonts.status === 'loaded'", timeout=5.0)
-                time.sleep(0.5)
-                found = browser.execute_script(SCROLLING_INLINE_FORMULAS)
+            found = settled(browser, SCROLLING_INLINE_FORMULAS)
             if found:
                 seen["scrolling"][doc.name] = found
         # the measurement itself: an 80-column line fits, an 86-column one does not

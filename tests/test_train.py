@@ -105,7 +105,6 @@ def test_on_eval_sees_every_evaluation_and_its_time_is_not_training_time(corpus,
         train(cfg, corpus=corpus, progress=False, on_eval=3)
 
 
-
 def test_the_time_spent_validating_is_counted_apart(corpus, monkeypatch):
     """seconds includes the validation passes; eval_seconds says how much of it they took, so a
     timing of the steps alone (scripts/calibrate_ch11.py) can take them out."""
