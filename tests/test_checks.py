@@ -19,7 +19,7 @@ from tf_tutorial.flash import flash_attention
 from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward
 from tf_tutorial.gpt import GPT, GPTConfig, generate, sample, sampling_probs
 from tf_tutorial.model import Transformer, TransformerConfig
-from tf_tutorial.multihead import MultiHeadAttention
+from tf_tutorial.multihead import GroupedQueryAttention, MultiHeadAttention
 from tf_tutorial.norm import LayerNorm, RMSNorm
 from tf_tutorial.residual import SublayerConnection
 from tf_tutorial.rope import rotate
@@ -199,6 +199,35 @@ def test_integer_vectors_are_refused_by_name(module, name):
     x = torch.ones(2, 3, 8, dtype=torch.long)
     with pytest.raises(ValueError, match=f"^{name} must be floating point, but got dtype torch.int64$"):
         module(*([x, x, x] if name == "query" else [x]))
+
+
+ONES = torch.ones(2, 3, 8)
+
+
+@pytest.mark.parametrize("build, inputs, name", [
+    (lambda: MultiHeadAttention(8, 2), lambda x: (x, x, x), "query"),
+    (lambda: GroupedQueryAttention(8, 2, 1), lambda x: (x, x, x), "query"),
+    (lambda: PositionwiseFeedForward(8, 16), lambda x: (x,), "x"),
+    (lambda: SwiGLUFeedForward(8), lambda x: (x,), "x"),
+    (lambda: EncoderLayer(8, 2, 16, 0.0), lambda x: (x,), "query"),           # the first layer with matrices
+    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (x, ONES), "query"),
+    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (ONES, x), "key"),        # cross-attention's keys: memory
+])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_an_input_in_another_float_dtype_than_the_layer_is_refused_by_name(build, inputs, name, dtype):
+    """PyTorch's own message, "mat1 and mat2 must have the same dtype, but got Double and Float", names
+    neither the argument nor the layer. Ours does, and it is still the RuntimeError PyTorch raised."""
+    module, args = build(), inputs(ONES.to(dtype))
+    message = (f"{name}: dtype {dtype} does not match the layer's parameters (torch.float32); convert one of "
+               f"them, e.g. layer.to({dtype}) or {name}.to(torch.float32)")
+    for error in (ValueError, RuntimeError):
+        with pytest.raises(error, match=f"^{re.escape(message)}$"):
+            module(*args)
+    if dtype == torch.bfloat16:    # autocast casts both the input and the weights: not a mistake
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert module(*args).shape == (2, 3, 8)
+    module.to(dtype)               # the fix the message names
+    assert module(*[a.to(dtype) for a in args]).dtype == dtype
 
 
 def test_broadcast_shape_agrees_with_torch():

@@ -228,15 +228,27 @@ def require_fits(name: str, start: int, length: int, max_len: int) -> None:
                          f"max_len={max_len}")
 
 
+class DtypeMismatchError(ValueError, RuntimeError):
+    """输入与层的参数不是同一种浮点类型（例如 float64 的输入进了 float32 的层）。
+
+    A ValueError, like every check here, and a RuntimeError, the class of
+    PyTorch's own message for it ("mat1 and mat2 must have the same dtype"),
+    which names neither the argument nor the layer.
+    """
+
+
 def require_width(x, d_model: int, name: str = "x",
-                  lead: str | None = None) -> None:
+                  lead: str | None = None, dtype=None) -> None:
     """检查 ``x`` 是最后一维为 D 的张量；给出 ``lead``（如 "B, L"）时还检查维数。
 
     ``lead`` names the leading dimensions: ``require_width(x, 12, lead="B, S")``
     wants (B, S, 12). Raise TypeError for a non-tensor and ValueError naming
     ``name``, the shape received and the one expected otherwise; also for
     integer or bool ``x`` (vectors are floating point: an integer result
-    would be silently truncated).
+    would be silently truncated). ``dtype``: the layer's parameter dtype, if
+    its matrices need ``x`` in that dtype (``nn.Linear`` does); a mismatch
+    raises :class:`DtypeMismatchError`, except under ``torch.autocast``,
+    which casts both.
     """
     require_tensors(**{name: x})
     if lead is not None:
@@ -249,3 +261,9 @@ def require_width(x, d_model: int, name: str = "x",
     if not x.is_floating_point():
         raise ValueError(f"{name} must be floating point, "
                          f"but got dtype {x.dtype}")
+    if (dtype is not None and x.dtype != dtype
+            and not torch.is_autocast_enabled(x.device.type)):
+        raise DtypeMismatchError(
+            f"{name}: dtype {x.dtype} does not match the layer's parameters "
+            f"({dtype}); convert one of them, e.g. layer.to({x.dtype}) "
+            f"or {name}.to({dtype})")

@@ -20,14 +20,15 @@ from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
 
-def check_inputs(query, key, value, d_model: int) -> None:
+def check_inputs(query, key, value, d_model: int, dtype=None) -> None:
     """检查注意力层的三个输入：形状 (B, L, D)、同一个批、键和值一样长。
 
     Raise ValueError naming the argument: query (B, T, D), key and value
-    (B, S, D) with the same B and S.
+    (B, S, D) with the same B and S; with ``dtype`` (the projections'), all
+    three in that dtype unless under autocast (``DtypeMismatchError``).
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
-        require_width(t, d_model, name, lead="B, L")
+        require_width(t, d_model, name, lead="B, L", dtype=dtype)
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(f"query, key and value must have the same batch size "
                          f"B, but got {query.shape[0]}, {key.shape[0]} and "
@@ -201,7 +202,8 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None,
                 return_weights: bool = False, cache: KVCache | None = None):
         """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
-        check_inputs(query, key, value, self.d_model)
+        check_inputs(query, key, value, self.d_model,
+                     self.w_q.weight.dtype)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
             k, v = cache.stored(query.shape[0])
@@ -325,7 +327,8 @@ class GroupedQueryAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
-        check_inputs(query, key, value, self.d_model)
+        check_inputs(query, key, value, self.d_model,
+                     self.w_q.weight.dtype)
         if self.rotary is not None and cache is not None and cache.static:
             raise ValueError("cache: rotary positions need a self-attention "
                              "cache (static=False), but got static=True")
