@@ -34,8 +34,8 @@ from tf_tutorial.interop import from_torch
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.timing.clock import (
-    describe_machine, interleaved_times, largest_tensor_bytes, ratio_quartiles,
-    saved_activation_bytes)
+    describe_machine, interleaved_times, largest_tensor_bytes, operation_names,
+    ratio_quartiles, saved_activation_bytes, williams_orders)
 
 
 class PackedQKVAttention(MultiHeadAttention):
@@ -134,6 +134,7 @@ def _attention_rounds(batch, length, d_model, n_heads, repeat, device, packed):
 
 # chapter 1's comparison (its rows: :func:`_recurrence_rows`)
 RECURRENCE = "recurrence and attention (forward)"
+SDPA = "F.scaled_dot_product_attention"   # the fused kernel, a baseline
 
 _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
              "nn.Transformer": "nn.Transformer",
@@ -156,7 +157,8 @@ _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
 _ZH_PATTERNS = [(r"^training step \((.+)\)$", r"训练步（\1）"),
                 (r"bf16 autocast", "bf16 自动混合精度"),
                 (r"^decode beam (\d+)$", r"束搜索解码（k = \1）"),
-                (r"^(\d+) tokens$", r"\1 个词元")]
+                (r"^(\d+) tokens$", r"\1 个词元"),
+                (r"^(.+), (bfloat16|float16)$", r"\1（\2 输入）")]
 
 
 def zh(name: str) -> str:
@@ -487,31 +489,49 @@ def _norm_rows(s: dict, repeat: int, device: str) -> list[dict]:
                        rounds, "nn.LayerNorm")
 
 
-def _attention_path_rows(s: dict, device: str) -> list[dict]:
+def _attention_path_rows(s: dict, device: str,
+                         half: torch.dtype | None = None) -> list[dict]:
     """Chapter 12: the three attention paths, forward only, causal: time and
-    the largest tensor."""
+    the largest tensor.
+
+    The fused kernel's row also names the operators PyTorch dispatched to
+    (``"operators"``: one fused kernel is one name). ``half``: also time the
+    fused kernel on 16-bit inputs (its own row, ``"<impl>, bfloat16"``); on a
+    GPU that is the dtype PyTorch's FlashAttention kernel takes, so the
+    float32 row and this one can run different kernels, and the rounds are
+    rounded up to whole Williams blocks of four (6 → 8 at the full sizes).
+    :func:`run_all` passes it on a GPU only.
+    """
     from tf_tutorial.attention import causal_mask, scaled_dot_product_attention
     from tf_tutorial.flash import flash_attention
 
+    sdpa = torch.nn.functional.scaled_dot_product_attention
     rows = []
     for L in s["lengths"]:
         q = torch.randn(1, s["n_heads"], L, s["d_k"], device=device)
         mask = causal_mask(L, device)
-        fns = {"F.scaled_dot_product_attention":
-                   lambda: torch.nn.functional.scaled_dot_product_attention(
-                       q, q, q, is_causal=True),
+        fns = {SDPA: lambda: sdpa(q, q, q, is_causal=True),
                "ours, reference path":
                    lambda: scaled_dot_product_attention(q, q, q, mask),
                "ours, tiled (flash)":
                    lambda: flash_attention(q, q, q, causal=True,
                                            block_size=s["block_size"])}
+        repeat = s["repeat"]
+        if half is not None:
+            qh = q.to(half)
+            fns[f"{SDPA}, {str(half).removeprefix('torch.')}"] = (
+                lambda: sdpa(qh, qh, qh, is_causal=True))
+            block = len(williams_orders(len(fns)))   # 4 paths: blocks of 4
+            repeat = -(-repeat // block) * block
         with torch.no_grad():
-            rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
-        rows += [{**row, "largest_tensor_bytes":
-                  largest_tensor_bytes(fns[row["impl"]])}
-                 for row in _group_rows("attention paths (forward)", f"L={L}",
-                                        rounds,
-                                        "F.scaled_dot_product_attention")]
+            rounds = interleaved_times(fns, repeat=repeat, warmup=1)
+        for row in _group_rows("attention paths (forward)", f"L={L}", rounds,
+                               SDPA):
+            fn = fns[row["impl"]]
+            row["largest_tensor_bytes"] = largest_tensor_bytes(fn)
+            if row["impl"].startswith(SDPA):
+                row["operators"] = operation_names(fn)
+            rows.append(row)
     return rows
 
 
@@ -529,13 +549,20 @@ def _recurrence_rows(s: dict, device: str) -> list[dict]:
         x = torch.randn(s["batch"], L, width, device=device)
         fns = {"nn.RNN": lambda: ref(x),
                "ours, ElmanRNN": lambda: ours(x),
-               "F.scaled_dot_product_attention":
-                   lambda: torch.nn.functional.scaled_dot_product_attention(
-                       x, x, x)}
+               SDPA: lambda: torch.nn.functional.scaled_dot_product_attention(
+                   x, x, x)}
         with torch.no_grad():
             rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
         rows += _group_rows(RECURRENCE, f"L={L}", rounds, "nn.RNN")
     return rows
+
+
+def _fused_half(device) -> torch.dtype | None:
+    """The 16-bit dtype to time the fused kernel in: on a GPU, what mixed
+    precision would use there (bfloat16 where the GPU has it); None on a
+    CPU, where the question (which kernel a GPU picks) does not arise."""
+    from tf_tutorial.train import autocast_dtype
+    return autocast_dtype(torch.device(device))
 
 
 def run_all(quick: bool = False, device: str = "cpu",
@@ -556,7 +583,8 @@ def run_all(quick: bool = False, device: str = "cpu",
             + _training_rows(sizes["training_step"], rep, device, quick)
             + _decoding_rows(sizes["decoding"], rep, device)
             + _norm_rows(sizes["norm"], rep, device)
-            + _attention_path_rows(sizes["attention_paths"], device)
+            + _attention_path_rows(sizes["attention_paths"], device,
+                                   _fused_half(device))
             + _recurrence_rows(sizes["recurrence"], device))
     return {"what": ("python -m benchmarks: this package beside torch.nn, "
                      "side by side"),
