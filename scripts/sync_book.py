@@ -4,8 +4,9 @@ The MyST Markdown chapter (``book/*.md``) is the source of truth. This script
   1. writes the repository URL from ``_config.yml`` into every chapter's install cell,
   2. regenerates the paired ``.ipynb`` (for Colab and nbval) from the ``.md``,
   3. executes it, so the committed notebook carries outputs that nbval can compare;
-     with ``TF_TUTORIAL_STRICT=1``, so that every claim about the page's own training run
-     (``check_run``) must hold in the run that is committed.
+     with ``TF_TUTORIAL_STRICT=1`` and ``TF_TUTORIAL_STRICT_TIMING=1``, so that every claim
+     about the page's own training run (``check_run``) or its own timings (``check_timing``)
+     must hold in the run that is committed.
 
 Usage (from the repository root):
     python -m scripts.sync_book            # all chapters listed in _toc.yml
@@ -24,7 +25,7 @@ import jupytext
 import nbformat
 import yaml
 
-from tf_tutorial.book.notebook import STRICT
+from tf_tutorial.book.notebook import STRICT, TIMING_STRICT
 
 ROOT = Path(__file__).resolve().parent.parent
 INSTALL_MARKER = "TF_TUTORIAL_SOURCE"
@@ -94,8 +95,9 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
         from nbclient import NotebookClient
 
         # the committed page's own run must bear out every claim about it
-        # (tf_tutorial.book.notebook.check_run): strict here, lenient for readers
-        with mock.patch.dict(os.environ, {STRICT: "1"}):      # the kernel inherits it
+        # (tf_tutorial.book.notebook.check_run, check_timing): strict here,
+        # lenient for readers (and for the tests' timings)
+        with mock.patch.dict(os.environ, {STRICT: "1", TIMING_STRICT: "1"}):  # the kernel inherits it
             NotebookClient(nb, timeout=1800, kernel_name="python3", record_timing=False,
                            resources={"metadata": {"path": str(md.parent)}}).execute()
     elif ipynb.exists():
