@@ -278,6 +278,16 @@ def test_operation_names_counts_a_fused_kernel_once():
     assert len(operation_names(lambda: (x * 2).sum())) == 2
 
 
+def test_tensor_traffic_bytes_counts_what_each_operation_reads_and_writes_but_not_views():
+    from tf_tutorial.timing.clock import tensor_traffic_bytes
+    x, y = torch.randn(10, 3), torch.randn(10, 3)
+    b = 10 * 3 * 4
+    assert tensor_traffic_bytes(lambda: x + y) == 3 * b                   # reads two, writes one
+    assert tensor_traffic_bytes(lambda: (x + y) * 2) == 3 * b + 2 * b     # the sum goes through memory
+    assert tensor_traffic_bytes(lambda: x.view(30).t()) == 0              # views move no data
+    assert tensor_traffic_bytes(lambda: (x * 2).sum()) == 2 * b + b + 4   # mul, then sum to one float
+
+
 def test_compare_attention_and_ratio_table_refuse_bad_input_by_name():
     from tf_tutorial.timing.compare import compare_attention, ratio_table
     with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=3"):

@@ -198,14 +198,24 @@ def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
     return sum(storages.values())
 
 
-def _recording(fn: Callable[[], object], record: Callable[[object, object], None]) -> None:
-    """Run ``fn()`` without gradients, calling ``record(func, outputs)`` for every aten operation."""
+def _recording(fn: Callable[[], object], record: Callable[..., None]) -> None:
+    """Run ``fn()`` without gradients, calling ``record(func, outputs)`` for every aten
+    operation (``record(func, outputs, inputs)`` if it takes three arguments; ``inputs`` are
+    the operation's arguments, flattened)."""
+    import inspect
+
     from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    with_inputs = len(inspect.signature(record).parameters) == 3
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            record(func, out)
+            if with_inputs:
+                record(func, out, tree_flatten((args, kwargs or {}))[0])
+            else:
+                record(func, out)
             return out
 
     with torch.no_grad(), Recorder():
@@ -237,3 +247,26 @@ def largest_tensor_bytes(fn: Callable[[], object]) -> int:
 
     _recording(fn, record)
     return biggest[0]
+
+
+def tensor_traffic_bytes(fn: Callable[[], object]) -> int:
+    """``fn()`` 的每个算子读入和写出的张量字节数之和（不求梯度）：内存读写的一个上限式的计数。
+
+    For every aten operation that is not a view, the bytes of its tensor arguments plus those
+    of its outputs. A fused kernel reads its input and writes its output once; the same
+    formula written as several operations passes each intermediate tensor through memory.
+    It counts what each operation touches, not what reaches main memory: caches make the true
+    traffic smaller, and it says nothing about time by itself.
+    """
+    from torch.utils._pytree import tree_flatten
+
+    total = [0]
+
+    def record(func, out, inputs):
+        if not func.is_view:
+            total[0] += sum(t.numel() * t.element_size()
+                            for t in (*inputs, *tree_flatten(out)[0])
+                            if isinstance(t, torch.Tensor))
+
+    _recording(fn, record)
+    return total[0]
