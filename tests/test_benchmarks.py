@@ -279,13 +279,19 @@ def test_operation_names_counts_a_fused_kernel_once():
 
 
 def test_tensor_traffic_bytes_counts_what_each_operation_reads_and_writes_but_not_views():
-    from tf_tutorial.timing.clock import tensor_traffic_bytes
+    from tf_tutorial.timing.clock import operation_names, tensor_traffic_bytes
     x, y = torch.randn(10, 3), torch.randn(10, 3)
     b = 10 * 3 * 4
     assert tensor_traffic_bytes(lambda: x + y) == 3 * b                   # reads two, writes one
     assert tensor_traffic_bytes(lambda: (x + y) * 2) == 3 * b + 2 * b     # the sum goes through memory
     assert tensor_traffic_bytes(lambda: x.view(30).t()) == 0              # views move no data
     assert tensor_traffic_bytes(lambda: (x * 2).sum()) == 2 * b + b + 4   # mul, then sum to one float
+    batched = torch.randn(2, 10, 3)                      # @ on 3-D: a bmm, then an _unsafe_view of its output
+    w = torch.randn(3, 5)
+    assert "_unsafe_view.default" in operation_names(lambda: batched @ w)
+    assert tensor_traffic_bytes(lambda: batched @ w) == (2 * 10 * 3 + 3 * 5 + 2 * 10 * 5) * 4
+    z = torch.zeros(10, 3)
+    assert tensor_traffic_bytes(lambda: z.add_(x)) == 3 * b                # in place: reads z and x, writes z
 
 
 def test_compare_attention_and_ratio_table_refuse_bad_input_by_name():

@@ -85,7 +85,8 @@ def test_a_record_with_operators_names_both_kernels(render, measured, fp32_op, h
     text = run(gpu)
     assert "记录没有写下" not in text
     assert f"这份计时的输入是 float32，PyTorch 为它{fp32_words}" in text
-    assert f"同一长度换成 bfloat16 输入，PyTorch {half_words}用时 0.12 毫秒，是 float32 的 0.25 倍。" in text
+    assert (f"同一长度换成 bfloat16 输入，PyTorch {half_words}用时 0.12 毫秒，是 float32 那一行的 0.25 倍"
+            "（换的不只是内核，还有数据类型" in text)
     assert "L = 64 时融合内核用" in text                # the longest length of the quick sizes
 
 
@@ -97,3 +98,17 @@ def test_a_fused_row_that_ran_several_operators_is_called_the_math_path(render, 
             r["operators"] = ["matmul.default", "_softmax.default", "matmul.default"]
     text = run(gpu)
     assert "PyTorch 为它选的是 math 路径（没有融合内核，3 个算子），不是 FlashAttention 本身" in text
+
+
+def test_a_kernel_with_padding_around_it_is_still_named(render, measured):
+    """CUDA's FlashAttention pads a head width that is not a multiple of 8: extra operators around
+    the kernel must not turn it into the math path."""
+    run, _ = render
+    gpu = {"machine": {"label": "一块 GPU"}, "rows": copy.deepcopy(measured)}
+    for r in gpu["rows"]:
+        if r["impl"] == SDPA:
+            r["operators"] = ["constant_pad_nd.default", "_scaled_dot_product_flash_attention.default",
+                              "slice.Tensor"]
+    text = run(gpu)
+    assert "PyTorch 为它选的是 FlashAttention 内核（算子 _scaled_dot_product_flash_attention）。" in text
+    assert "math 路径" not in text and "不是 FlashAttention 本身" not in text

@@ -8,8 +8,9 @@ import re
 
 import pytest
 import torch
+from torch import nn
 
-from tf_tutorial._checks import (require_counts, require_dropout, require_fits, require_flags, require_ids, require_positive, require_sizes,
+from tf_tutorial._checks import (DtypeMismatchError, require_counts, require_dropout, require_fits, require_flags, require_ids, require_positive, require_sizes,
                                  require_tensors, require_width)
 from tf_tutorial.attention import grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.decoder import DecoderLayer
@@ -228,6 +229,26 @@ def test_an_input_in_another_float_dtype_than_the_layer_is_refused_by_name(build
             assert module(*args).shape == (2, 3, 8)
     module.to(dtype)               # the fix the message names
     assert module(*[a.to(dtype) for a in args]).dtype == dtype
+
+
+def test_the_dtype_check_fires_only_where_the_matrix_product_would_refuse():
+    import warnings
+    x64 = ONES.double()
+    with torch.autocast("cpu", dtype=torch.bfloat16):     # autocast casts every float type but float64
+        with pytest.raises(DtypeMismatchError, match=r"^query: dtype torch.float64 does not match"):
+            MultiHeadAttention(8, 2)(x64, x64, x64)
+        with pytest.raises(DtypeMismatchError, match=r"^x: dtype torch.float32 does not match .*\(torch.float64\)"):
+            PositionwiseFeedForward(8, 16).double()(ONES)
+        assert MultiHeadAttention(8, 2)(ONES.half(), ONES, ONES).dtype == torch.bfloat16
+    meta = MultiHeadAttention(8, 2).to("meta")            # shapes only: nn.Linear does not refuse there
+    x = torch.ones(2, 3, 8, dtype=torch.float64, device="meta")
+    assert meta(x, x, x).shape == (2, 3, 8)
+    with warnings.catch_warnings():                       # quantize_dynamic's deprecation notice
+        warnings.simplefilter("ignore")
+        for module, args in ((MultiHeadAttention(8, 2), (ONES, ONES, ONES)), (PositionwiseFeedForward(8, 16), (ONES,))):
+            quantized = torch.ao.quantization.quantize_dynamic(module, {nn.Linear}, dtype=torch.qint8)
+            assert callable(quantized.w_q.weight if hasattr(quantized, "w_q") else quantized.w1.weight)
+            assert quantized(*args).shape == (2, 3, 8)   # its weight is a method: not judged
 
 
 def test_broadcast_shape_agrees_with_torch():

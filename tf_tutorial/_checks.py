@@ -238,17 +238,17 @@ class DtypeMismatchError(ValueError, RuntimeError):
 
 
 def require_width(x, d_model: int, name: str = "x",
-                  lead: str | None = None, dtype=None) -> None:
+                  lead: str | None = None, weight=None) -> None:
     """检查 ``x`` 是最后一维为 D 的张量；给出 ``lead``（如 "B, L"）时还检查维数。
 
     ``lead`` names the leading dimensions: ``require_width(x, 12, lead="B, S")``
     wants (B, S, 12). Raise TypeError for a non-tensor and ValueError naming
     ``name``, the shape received and the one expected otherwise; also for
     integer or bool ``x`` (vectors are floating point: an integer result
-    would be silently truncated). ``dtype``: the layer's parameter dtype, if
-    its matrices need ``x`` in that dtype (``nn.Linear`` does); a mismatch
-    raises :class:`DtypeMismatchError`, except under ``torch.autocast``,
-    which casts both.
+    would be silently truncated). ``weight``: the floating-point weight that
+    ``x`` meets in a matrix product (an ``nn.Linear``'s); where that product
+    would refuse ``x``'s dtype, raise :class:`DtypeMismatchError` (see
+    :func:`refuses_dtype`).
     """
     require_tensors(**{name: x})
     if lead is not None:
@@ -261,9 +261,28 @@ def require_width(x, d_model: int, name: str = "x",
     if not x.is_floating_point():
         raise ValueError(f"{name} must be floating point, "
                          f"but got dtype {x.dtype}")
-    if (dtype is not None and x.dtype != dtype
-            and not torch.is_autocast_enabled(x.device.type)):
+    if refuses_dtype(x, weight):
         raise DtypeMismatchError(
             f"{name}: dtype {x.dtype} does not match the layer's parameters "
-            f"({dtype}); convert one of them, e.g. layer.to({x.dtype}) "
-            f"or {name}.to({dtype})")
+            f"({weight.dtype}); convert one of them, e.g. "
+            f"layer.to({x.dtype}) or {name}.to({weight.dtype})")
+
+
+def refuses_dtype(x: torch.Tensor, weight) -> bool:
+    """``x @ weight`` 会因为浮点类型不同而报错吗？
+
+    Only for a floating-point tensor ``weight`` on a real device (a quantized
+    layer's ``weight`` is a method, an int8 one is not floating point, and
+    ``meta`` tensors compute no numbers: none of them is judged). Under
+    ``torch.autocast`` both sides are cast to the autocast dtype, except
+    float64, which autocast leaves alone: then only a float64 on one side
+    is refused.
+    """
+    if (not isinstance(weight, torch.Tensor) or not weight.is_floating_point()
+            or x.dtype == weight.dtype or x.device.type == "meta"):
+        return False
+    device = x.device.type
+    if (torch.amp.is_autocast_available(device)
+            and torch.is_autocast_enabled(device)):
+        return torch.float64 in (x.dtype, weight.dtype)
+    return True

@@ -47,7 +47,7 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """先升宽到 d_ff、经过激活函数，再降回 D。"""
-        require_width(x, self.d_model, dtype=self.w1.weight.dtype)
+        require_width(x, self.d_model, weight=self.w1.weight)
         return self.w2(
             self.dropout(self.act(self.w1(x))))  # (B, L, d_ff) -> (B, L, D)
 
@@ -89,6 +89,6 @@ class SwiGLUFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """门控分支经过 SiLU 后与另一分支逐元素相乘，再投影回 D。"""
-        require_width(x, self.d_model, dtype=self.w_up.weight.dtype)
+        require_width(x, self.d_model, weight=self.w_up.weight)
         return self.w_down(
             self.dropout(F.silu(self.w_gate(x)) * self.w_up(x)))  # (B, L, D)

@@ -20,15 +20,15 @@ from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
 
-def check_inputs(query, key, value, d_model: int, dtype=None) -> None:
+def check_inputs(query, key, value, d_model: int, weight=None) -> None:
     """检查注意力层的三个输入：形状 (B, L, D)、同一个批、键和值一样长。
 
     Raise ValueError naming the argument: query (B, T, D), key and value
-    (B, S, D) with the same B and S; with ``dtype`` (the projections'), all
-    three in that dtype unless under autocast (``DtypeMismatchError``).
+    (B, S, D) with the same B and S; with ``weight`` (a projection's), a
+    ``DtypeMismatchError`` for an input its matrix product would refuse.
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
-        require_width(t, d_model, name, lead="B, L", dtype=dtype)
+        require_width(t, d_model, name, lead="B, L", weight=weight)
     if not query.shape[0] == key.shape[0] == value.shape[0]:
         raise ValueError(f"query, key and value must have the same batch size "
                          f"B, but got {query.shape[0]}, {key.shape[0]} and "
@@ -202,8 +202,7 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None,
                 return_weights: bool = False, cache: KVCache | None = None):
         """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
-        check_inputs(query, key, value, self.d_model,
-                     self.w_q.weight.dtype)
+        check_inputs(query, key, value, self.d_model, self.w_q.weight)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
             k, v = cache.stored(query.shape[0])
@@ -327,8 +326,7 @@ class GroupedQueryAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
-        check_inputs(query, key, value, self.d_model,
-                     self.w_q.weight.dtype)
+        check_inputs(query, key, value, self.d_model, self.w_q.weight)
         if self.rotary is not None and cache is not None and cache.static:
             raise ValueError("cache: rotary positions need a self-attention "
                              "cache (static=False), but got static=True")

@@ -250,23 +250,37 @@ def largest_tensor_bytes(fn: Callable[[], object]) -> int:
 
 
 def tensor_traffic_bytes(fn: Callable[[], object]) -> int:
-    """``fn()`` 的每个算子读入和写出的张量字节数之和（不求梯度）：内存读写的一个上限式的计数。
+    """``fn()`` 的每个算子读入和写出的张量字节数之和（不求梯度）：内存读写的粗略计数。
 
-    For every aten operation that is not a view, the bytes of its tensor arguments plus those
-    of its outputs. A fused kernel reads its input and writes its output once; the same
-    formula written as several operations passes each intermediate tensor through memory.
-    It counts what each operation touches, not what reaches main memory: caches make the true
-    traffic smaller, and it says nothing about time by itself.
+    For every aten operation, the bytes of its tensor arguments plus those of its outputs.
+    A fused kernel reads its input and writes its output once; the same formula written as
+    several operations passes each intermediate tensor through memory. Operations that move
+    no data count 0: views, and operations whose every output is an input's storage without
+    a write (``_unsafe_view``, which follows a batched ``@``).
+
+    A rough count, neither a bound nor a measurement: caches keep some of it from main
+    memory, a kernel may read its input more than once, a broadcast (expanded) tensor is
+    counted at its full size, and an ``out=`` or ``copy_`` destination counts as read too.
     """
     from torch.utils._pytree import tree_flatten
 
     total = [0]
 
+    def nbytes(ts):
+        return sum(t.numel() * t.element_size() for t in ts)
+
     def record(func, out, inputs):
-        if not func.is_view:
-            total[0] += sum(t.numel() * t.element_size()
-                            for t in (*inputs, *tree_flatten(out)[0])
-                            if isinstance(t, torch.Tensor))
+        if func.is_view:
+            return
+        ins = [t for t in inputs if isinstance(t, torch.Tensor)]
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        stored = {t.untyped_storage().data_ptr() for t in ins if t.numel()}
+        writes = any(a.alias_info is not None and a.alias_info.is_write
+                     for a in func._schema.arguments)
+        if (not writes and outs and all(
+                t.untyped_storage().data_ptr() in stored for t in outs)):
+            return                       # a view in all but name
+        total[0] += nbytes(ins) + nbytes(outs)
 
     _recording(fn, record)
     return total[0]
