@@ -42,6 +42,12 @@ def test_the_committed_record_says_whether_it_names_the_kernel(render):
     assert ("记录没有写下是哪一个" in text) == ("operators" not in fused[-1])
 
 
+def synthetic(rows):
+    """A GPU record holding ``rows``, timed with the quick sizes' blocks of 16."""
+    return {"machine": {"label": "一块 GPU"}, "rows": copy.deepcopy(rows),
+            "method": {"attention_paths": SIZES["quick"]["attention_paths"]}}
+
+
 @pytest.fixture(scope="module")
 def measured():
     """Real rows from this CPU with a bfloat16 row, as a GPU run writes them."""
@@ -66,16 +72,18 @@ def test_the_rows_name_the_operators_of_the_fused_kernel_and_time_it_in_bfloat16
 
 @pytest.mark.parametrize("fp32_op, half_op, fp32_words, half_words", [
     ("_scaled_dot_product_efficient_attention.default", "_scaled_dot_product_flash_attention.default",
-     "选的是 memory-efficient 内核（算子 _scaled_dot_product_efficient_attention），不是 FlashAttention 本身",
+     "选的是 memory-efficient 内核（PyTorch 称为 EFFICIENT_ATTENTION，算子 _scaled_dot_product_efficient_attention），不是 "
+     "FlashAttention 本身",
      "选的是 FlashAttention 内核（算子 _scaled_dot_product_flash_attention），"),
     ("_scaled_dot_product_efficient_attention.default", "_scaled_dot_product_cudnn_attention.default",
-     "选的是 memory-efficient 内核（算子 _scaled_dot_product_efficient_attention），不是 FlashAttention 本身",
+     "选的是 memory-efficient 内核（PyTorch 称为 EFFICIENT_ATTENTION，算子 _scaled_dot_product_efficient_attention），不是 "
+     "FlashAttention 本身",
      "选的是 cuDNN 的注意力内核（算子 _scaled_dot_product_cudnn_attention），"),
 ])
 def test_a_record_with_operators_names_both_kernels(render, measured, fp32_op, half_op, fp32_words,
                                                     half_words):
     run, committed = render
-    gpu = copy.deepcopy(committed) if committed else {"machine": {"label": "一块 GPU"}, "rows": []}
+    gpu = copy.deepcopy(committed) if committed else synthetic([])
     gpu["rows"] = [r for r in gpu["rows"] if r["benchmark"] != PATHS] + copy.deepcopy(measured)
     for r in gpu["rows"]:
         if r["impl"] == SDPA and r["benchmark"] == PATHS:
@@ -92,23 +100,37 @@ def test_a_record_with_operators_names_both_kernels(render, measured, fp32_op, h
 
 def test_a_fused_row_that_ran_several_operators_is_called_the_math_path(render, measured):
     run, _ = render
-    gpu = {"machine": {"label": "一块 GPU"}, "rows": copy.deepcopy(measured)}
+    gpu = synthetic(measured)
     for r in gpu["rows"]:
         if r["impl"] == SDPA:
             r["operators"] = ["matmul.default", "_softmax.default", "matmul.default"]
     text = run(gpu)
-    assert "PyTorch 为它选的是 math 路径（没有融合内核，3 个算子），不是 FlashAttention 本身" in text
+    assert "PyTorch 为它选的是数学实现（没有融合内核，3 个算子），不是 FlashAttention 本身" in text
+    assert "L = 64 时 F.scaled_dot_product_attention 用 " in text and "融合内核用" not in text
 
 
 def test_a_kernel_with_padding_around_it_is_still_named(render, measured):
     """CUDA's FlashAttention pads a head width that is not a multiple of 8: extra operators around
     the kernel must not turn it into the math path."""
     run, _ = render
-    gpu = {"machine": {"label": "一块 GPU"}, "rows": copy.deepcopy(measured)}
+    gpu = synthetic(measured)
     for r in gpu["rows"]:
         if r["impl"] == SDPA:
             r["operators"] = ["constant_pad_nd.default", "_scaled_dot_product_flash_attention.default",
                               "slice.Tensor"]
     text = run(gpu)
     assert "PyTorch 为它选的是 FlashAttention 内核（算子 _scaled_dot_product_flash_attention）。" in text
-    assert "math 路径" not in text and "不是 FlashAttention 本身" not in text
+    assert "数学实现" not in text and "不是 FlashAttention 本身" not in text
+
+
+def test_a_gpu_whose_16_bit_row_runs_the_same_kernel_says_only_the_dtype_changed(render, measured):
+    """A T4 has no fast bfloat16: the 16-bit row is float16 and may run the same kernel as float32."""
+    run, _ = render
+    gpu = synthetic(measured)
+    for r in gpu["rows"]:
+        if r["impl"].startswith(SDPA):
+            r["operators"] = ["_scaled_dot_product_efficient_attention.default"]
+    text = run(gpu)
+    assert "同一长度换成 bfloat16 输入，还是同一个内核，用时" in text
+    assert "（换的只是数据类型：每个数的字节减半）。" in text and "换的不只是内核" not in text
+    assert "这个 Python 循环要算 10 格" in text              # L = 64, blocks of 16: 4 · 5 / 2
