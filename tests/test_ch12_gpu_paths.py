@@ -21,8 +21,8 @@ def render():
     cell = chapter_cell_runner("ch12_modern_parts", "from tf_tutorial.book.records import",
                                "# the GPU record's attention paths")
 
-    def run(gpu):
-        shown, glued = cell(gpu_bench=gpu, PATHS=PATHS)
+    def run(gpu, cpu_tile=0.12):
+        shown, glued = cell(gpu_bench=gpu, PATHS=PATHS, per_tile={"正常的一格": cpu_tile})
         return glued["gpu_paths_text"]
     return run, committed_record("gpu.json").get("benchmarks")
 
@@ -134,3 +134,16 @@ def test_a_gpu_whose_16_bit_row_runs_the_same_kernel_says_only_the_dtype_changed
     assert "同一长度换成 bfloat16 输入，还是同一个内核，用时" in text
     assert "（换的只是数据类型：每个数的字节减半）。" in text and "换的不只是内核" not in text
     assert "这个 Python 循环要算 10 格" in text              # L = 64, blocks of 16: 4 · 5 / 2
+
+
+@pytest.mark.parametrize("cpu_tile, slower", [(0.05, True), (0.5, False)])
+def test_the_gpu_time_per_tile_is_compared_with_the_cpu_tile_measured_above(render, measured, cpu_tile, slower):
+    run, _ = render
+    gpu = synthetic(measured)
+    for r in gpu["rows"]:
+        if r["impl"] == "ours, tiled (flash)" and r["size"] == "L=64":
+            r["seconds"] = 0.0026                  # 10 causal tiles of 16 at L = 64: 0.26 ms a tile
+    text = run(gpu, cpu_tile)
+    assert "这个 Python 循环要算 10 格，每格约 0.26 毫秒" in text
+    assert (f"，比上面在 CPU 上量的正常一格（{cpu_tile:.3f} 毫秒）还慢。" in text) == slower
+    assert ("每格约 0.26 毫秒。每格都要发起一串小内核" in text) == (not slower)
