@@ -233,3 +233,16 @@ def test_no_queries_give_an_empty_output_as_the_reference_does():
         assert out.shape == (2, 0, 2) and out.dtype == torch.float64
     ref, _ = scaled_dot_product_attention(torch.randn(2, 0, 4), k.float(), k.float())
     assert ref.shape == (2, 0, 4)
+
+
+@pytest.mark.parametrize("length, block", [(1024, 64), (100, 16), (16, 16), (5, 8), (0, 4)])
+def test_causal_tiles_counts_the_tiles_the_causal_loop_computes(monkeypatch, length, block):
+    import tf_tutorial.flash as flash_module
+    from tf_tutorial.flash import causal_tiles
+    calls, step = [], flash_module.online_softmax_step
+    monkeypatch.setattr(flash_module, "online_softmax_step", lambda *a: calls.append(1) or step(*a))
+    q = torch.randn(1, 1, length, 2)
+    flash_module.flash_attention(q, q, q, causal=True, block_size=block)
+    assert len(calls) == causal_tiles(length, block)
+    n = -(-length // block)
+    assert causal_tiles(length, block) < n * n or n <= 1      # the future blocks are skipped

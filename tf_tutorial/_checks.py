@@ -278,10 +278,10 @@ def refuses_dtype(x: torch.Tensor, weight) -> bool:
     float64, which autocast leaves alone: then only a float64 on one side
     is refused.
     """
-    if (not isinstance(weight, torch.Tensor) or not weight.is_floating_point()
-            or x.dtype == weight.dtype or x.device.type == "meta"):
-        return False
     device = x.device.type
+    if (not isinstance(weight, torch.Tensor) or not weight.is_floating_point()
+            or x.dtype == weight.dtype or device == "meta"):
+        return False
     if (torch.amp.is_autocast_available(device)
             and torch.is_autocast_enabled(device)):
         return torch.float64 in (x.dtype, weight.dtype)

@@ -67,6 +67,18 @@ def online_softmax_step(m: torch.Tensor, l: torch.Tensor, acc: torch.Tensor,
             c * acc + p @ v_block.to(p.dtype))
 
 
+def causal_tiles(length: int, block_size: int) -> int:
+    """因果的 :func:`flash_attention` 在 L = S 时实际算的格数。
+
+    n(n + 1)/2 with n = ⌈L / block_size⌉: query block i meets key blocks
+    0 … i; the blocks wholly in its future are skipped. (Without the causal
+    mask all n² tiles are computed.)
+    """
+    require_sizes(block_size=block_size)
+    n = -(-length // block_size)
+    return n * (n + 1) // 2
+
+
 def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     mask: torch.Tensor | None = None, causal: bool = False,
                     block_size: int = 64) -> torch.Tensor:

@@ -199,23 +199,15 @@ def saved_activation_bytes(fn: Callable[[], torch.Tensor]) -> int:
 
 
 def _recording(fn: Callable[[], object], record: Callable[..., None]) -> None:
-    """Run ``fn()`` without gradients, calling ``record(func, outputs)`` for every aten
-    operation (``record(func, outputs, inputs)`` if it takes three arguments; ``inputs`` are
-    the operation's arguments, flattened)."""
-    import inspect
-
+    """Run ``fn()`` without gradients, calling ``record(func, outputs, inputs)`` for every aten
+    operation; ``outputs`` and ``inputs`` (its arguments) are flattened to lists."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
-
-    with_inputs = len(inspect.signature(record).parameters) == 3
 
     class Recorder(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            if with_inputs:
-                record(func, out, tree_flatten((args, kwargs or {}))[0])
-            else:
-                record(func, out)
+            record(func, tree_flatten(out)[0], tree_flatten((args, kwargs or {}))[0])
             return out
 
     with torch.no_grad(), Recorder():
@@ -225,7 +217,7 @@ def _recording(fn: Callable[[], object], record: Callable[..., None]) -> None:
 def operation_names(fn: Callable[[], object]) -> list[str]:
     """``fn()`` 依次调用了哪些底层（aten）算子：一个融合内核只算一个。"""
     names: list[str] = []
-    _recording(fn, lambda func, out: names.append(func.__name__))
+    _recording(fn, lambda func, outs, inputs: names.append(func.__name__))
     return names
 
 
@@ -236,12 +228,10 @@ def largest_tensor_bytes(fn: Callable[[], object]) -> int:
     size of the largest one. For attention it tells an (L, S) score matrix from a block-sized
     tile, independent of the allocator and of the machine.
     """
-    from torch.utils._pytree import tree_flatten
-
     biggest = [0]
 
-    def record(func, out):
-        for t in tree_flatten(out)[0]:
+    def record(func, outs, inputs):
+        for t in outs:
             if isinstance(t, torch.Tensor):
                 biggest[0] = max(biggest[0], t.numel() * t.element_size())
 
@@ -262,18 +252,16 @@ def tensor_traffic_bytes(fn: Callable[[], object]) -> int:
     memory, a kernel may read its input more than once, a broadcast (expanded) tensor is
     counted at its full size, and an ``out=`` or ``copy_`` destination counts as read too.
     """
-    from torch.utils._pytree import tree_flatten
-
     total = [0]
 
     def nbytes(ts):
         return sum(t.numel() * t.element_size() for t in ts)
 
-    def record(func, out, inputs):
+    def record(func, outs, inputs):
         if func.is_view:
             return
         ins = [t for t in inputs if isinstance(t, torch.Tensor)]
-        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        outs = [t for t in outs if isinstance(t, torch.Tensor)]
         stored = {t.untyped_storage().data_ptr() for t in ins if t.numel()}
         writes = any(a.alias_info is not None and a.alias_info.is_write
                      for a in func._schema.arguments)
