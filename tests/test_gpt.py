@@ -153,6 +153,21 @@ def test_the_cache_masks_pad_keys_as_the_full_forward_does():
     assert torch.equal(generate(m, tokens, 8, top_k=1), generate(m, tokens, 8, top_k=1, use_cache=False))
 
 
+@pytest.mark.parametrize("positions", ["sinusoidal", "rope"])
+def test_built_on_meta_then_filled_from_a_checkpoint(positions):
+    """Build without memory on 'meta', to_empty(), load the weights: the same model. The RoPE
+    tables could not leave 'meta' (an outside probe); the sinusoidal table could."""
+    kw = dict(positions=positions, n_kv_heads=1) if positions == "rope" else {}
+    torch.manual_seed(0)
+    ref = GPT(GPTConfig(**SMALL, **kw)).eval()
+    with torch.device("meta"):
+        empty = GPT(GPTConfig(**SMALL, **kw))
+    model = empty.to_empty(device="cpu").eval()
+    model.load_state_dict(ref.state_dict())
+    tokens = _tokens()
+    torch.testing.assert_close(model(tokens), ref(tokens), atol=0, rtol=0)
+
+
 def test_tied_output_and_parameter_count():
     m = _model()
     assert m.out.weight is m.embed.table.weight

@@ -173,6 +173,28 @@ def test_another_kernel_sees_the_repeated_heads_and_gives_the_same_output(n_kv):
     torch.testing.assert_close(dropping.eval()(x, mem, mem, mask), expected, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("shape", [(B, T, S), (1, T, S), (T, S), (S,), ()])
+def test_another_kernel_gets_every_mask_as_b_1_t_s(shape):
+    """The docstring promises a kernel the mask as (B, 1, T, S); a (T, S), (S,) or 0-d mask, all
+    broadcastable to (B, T, S), reached it unchanged (an outside probe: F.scaled_dot_product_attention
+    as the kernel read (S,) wrongly or raised)."""
+    seen = []
+
+    def kernel(q, k, v, mask):
+        seen.append(tuple(mask.shape))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    x, mem = inputs()
+    full = random_mask()[:, 0]                                   # (B, T, S), every row a key
+    mask = full[(0,) * (3 - len(shape))] if shape else torch.tensor(True)
+    mask = mask[:1] if shape == (1, T, S) else mask
+    assert tuple(mask.shape) == shape
+    expected = gqa_layer(2)(x, mem, mem, mask)
+    torch.testing.assert_close(gqa_layer(2, kernel=kernel)(x, mem, mem, mask), expected,
+                               atol=1e-12, rtol=0)
+    assert seen == [(B, 1, T, S)]
+
+
 def test_heads_in_a_group_share_keys_but_not_queries():
     gqa = gqa_layer(2)
     x, mem = inputs()

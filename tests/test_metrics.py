@@ -43,6 +43,9 @@ def test_score_splits_exact_match_by_phenomenon():
     assert out["exact_match"] == 0.5
     assert out["by_phenomenon"] == {"简单句 (simple)": (1.0, 1), "疑问句 (questions)": (0.0, 1),
                                     "时间/地点前移 (reordering)": (0.5, 2)}
+    # extra spaces do not count, per phenomenon as in exact_match (an outside probe: they did)
+    spaced = score(pairs[:1], ["我  爱 中国 。 "])
+    assert spaced["exact_match"] == 1.0 and spaced["by_phenomenon"] == {"简单句 (simple)": (1.0, 1)}
 
 
 def test_evaluate_returns_outputs_for_every_sentence():

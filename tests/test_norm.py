@@ -79,6 +79,26 @@ def test_both_paths_return_the_input_dtype(fused):
     torch.testing.assert_close(out.float(), nn.functional.layer_norm(x.float(), (8,)), atol=2e-2, rtol=2e-2)
 
 
+@pytest.mark.parametrize("affine", [True, False])
+def test_a_float64_input_under_autocast_is_normalised_in_float64_on_both_paths(affine):
+    """Autocast leaves float64 alone, so F.layer_norm met float64 x with float32 γ, β and raised
+    'mixed dtype' on the fused path only (the written-out path promoted); an outside probe."""
+    x = torch.randn(2, 8, dtype=torch.float64) * 3 + 1
+    layers = ([LayerNorm(8), LayerNorm(8, fused=False)] if affine
+              else [from_torch(nn.LayerNorm(8, elementwise_affine=False))])
+    for ln in layers:
+        with torch.no_grad():
+            ln.weight.copy_(torch.linspace(0.5, 1.5, 8) if affine else ln.weight)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = ln(x)
+        assert out.dtype == torch.float64
+        torch.testing.assert_close(out, ln(x), atol=1e-12, rtol=0)     # as outside autocast
+    # a bfloat16 input under autocast still goes to F.layer_norm as it is, as nn.LayerNorm's does
+    xb = x.to(torch.bfloat16)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert layers[0](xb).dtype == nn.LayerNorm(8)(xb).dtype
+
+
 def test_fused_and_written_out_paths_agree_in_value_and_gradient():
     x = torch.randn(3, 4, 6, dtype=torch.float64, requires_grad=True)
     fused, plain = LayerNorm(6).double(), LayerNorm(6, fused=False).double()

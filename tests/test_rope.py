@@ -199,6 +199,21 @@ def test_low_precision_in_and_out():
         torch.testing.assert_close(rope(x.to(dtype), start=100), out, atol=0, rtol=0)
 
 
+def test_built_on_meta_then_filled_by_to_empty():
+    """The standard way to build a big model without memory: on 'meta', then to_empty(). The
+    tables were only moved, and a meta tensor has no data (an outside probe)."""
+    with torch.device("meta"):
+        rope = RotaryEmbedding(DK, max_len=64)
+    assert rope.cos.is_meta
+    rope.to_empty(device="cpu")
+    ref = RotaryEmbedding(DK, max_len=64)
+    assert rope.cos.dtype == rope.sin.dtype == F64
+    assert torch.equal(rope.cos, ref.cos) and torch.equal(rope.sin, ref.sin)
+    assert not rope.state_dict()                                  # the tables are not saved
+    x = torch.randn(B, H, L, DK)
+    torch.testing.assert_close(rope(x, start=5), rotate(x, torch.arange(5, 5 + L)))
+
+
 def test_gradcheck_float64():
     x = torch.randn(2, 3, 6, dtype=F64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda t: rotate(t, torch.tensor([0, 4, 31])), (x,))

@@ -251,7 +251,7 @@ def score(pairs, hyps: list[str]) -> dict:
     by_tag: dict = {}
     for (en, _), h, r in zip(pairs, hyps, refs):
         for tag in phenomena(en):
-            by_tag.setdefault(tag, []).append(h == r)
+            by_tag.setdefault(tag, []).append(h.split() == r.split())
     return {"exact_match": exact_match(hyps, refs), "bleu": bleu(hyps, refs),
             "hyps": hyps, "refs": refs,
             "by_phenomenon": {t: (sum(v) / len(v), len(v))

@@ -374,6 +374,8 @@ class GroupedQueryAttention(nn.Module):
                                  f"but dropout={self.dropout} in training "
                                  "mode; use it in eval mode or with "
                                  "dropout=0")
+            if mask is not None:   # as documented, whatever shape it came in
+                mask = mask.expand(q.shape[0], 1, q.shape[2], k.shape[2])
             out, weights = self.kernel(q, k, v, mask), None
         else:
             out, weights = fused_attention(q, k, v, mask, dropout_p=p,

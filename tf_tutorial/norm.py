@@ -73,10 +73,13 @@ def _fused_layer_norm(x, weight, bias, eps):
 
     F.layer_norm refuses float64 x with float32 γ and β ("mixed dtype"), where
     the formula promotes to float64; both then return x's dtype. Under
-    autocast, F.layer_norm picks its float32 itself.
+    autocast, F.layer_norm picks its float32 itself, except when one side is
+    float64 (autocast leaves float64 alone): that case promotes here too.
     """
     D = weight.shape
-    if x.dtype == weight.dtype or torch.is_autocast_enabled(x.device.type):
+    wide = torch.float64 in (x.dtype, weight.dtype)
+    if x.dtype == weight.dtype or (
+            torch.is_autocast_enabled(x.device.type) and not wide):
         return F.layer_norm(x, D, weight, bias, eps)
     work = torch.promote_types(x.dtype, weight.dtype)
     return F.layer_norm(x.to(work), D, weight.to(work), bias.to(work),

@@ -53,12 +53,12 @@ def _require_pairs(name: str, width) -> None:
                          f"but got {width!r}")
 
 
-def _thetas(dim: int, base: float) -> torch.Tensor:
+def _thetas(dim: int, base: float, device=None) -> torch.Tensor:
     """θ_i = base^(−2i/dim), i = 0 … dim/2 − 1, float64, shape (dim/2,)."""
     _require_pairs("dim", dim)
     require_finite_positive(base=base)     # inf: θ₀ = exp(-inf · 0) is NaN
-    return torch.exp(-math.log(base)
-                     * torch.arange(0, dim, 2, dtype=torch.float64) / dim)
+    return torch.exp(-math.log(base) * torch.arange(
+        0, dim, 2, dtype=torch.float64, device=device) / dim)
 
 
 def _as_positions(positions) -> torch.Tensor:
@@ -98,7 +98,7 @@ def rope_angles(positions, dim: int, base: float = 10000.0, *,
     """
     pos = _as_positions(positions)
     return (pos.to(torch.float64)[..., None]
-            * _thetas(dim, base).to(pos.device)).to(dtype)
+            * _thetas(dim, base, pos.device)).to(dtype)
 
 
 def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor,
@@ -188,16 +188,23 @@ class RotaryEmbedding(nn.Module):
         require_sizes(max_len=max_len)
         _require_pairs("head_dim", head_dim)
         self.head_dim, self.max_len, self.base = head_dim, max_len, base
-        angles = rope_angles(torch.arange(max_len), head_dim, base,
-                             dtype=torch.float64)       # (max_len, d_k/2)
-        self.register_buffer("cos", angles.cos(), persistent=False)
-        self.register_buffer("sin", angles.sin(), persistent=False)
+        self.register_buffer("cos", None, persistent=False)
+        self.register_buffer("sin", None, persistent=False)
+        self._tables(None)
+
+    def _tables(self, device) -> None:
+        """Compute cos and sin (max_len, d_k/2) in float64 on ``device`` (None:
+        the default device, 'meta' inside ``with torch.device("meta")``)."""
+        angles = rope_angles(torch.arange(self.max_len, device=device),
+                             self.head_dim, self.base, dtype=torch.float64)
+        self.cos, self.sin = angles.cos(), angles.sin()
 
     def _apply(self, fn, recurse=True):
-        tables = self.cos, self.sin
+        # the device follows; the tables are computed again there, in
+        # float64: a half-precision cast would keep 2-3 digits, and a model
+        # built on 'meta' and filled by to_empty() has no data to copy
         super()._apply(fn, recurse)
-        # device follows, dtype stays
-        self.cos, self.sin = (t.to(self.cos.device) for t in tables)
+        self._tables(self.cos.device)
         return self
 
     def forward(self, x: torch.Tensor, start: int = 0) -> torch.Tensor:
