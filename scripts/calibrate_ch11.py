@@ -1,7 +1,7 @@
 """Chapter 11's equal training time: how many steps the encoder–decoder takes in the time
 the decoder-only model needs for its steps.
 
-    python -m scripts.calibrate_ch11              # about 10 minutes on 2 cores
+    python -m scripts.calibrate_ch11              # about 7 minutes on 2 cores
     python -m scripts.calibrate_ch11 --rounds 5
     python -m scripts.calibrate_ch11 --runs-only  # keep the timing, redo the three seeds' runs
 
@@ -149,7 +149,8 @@ def main(argv=None) -> int:
                          f"steps on the same batches, {args.rounds} interleaved rounds, "
                          f"{torch.get_num_threads()} threads, nothing else running; the median "
                          f"seconds per step give the encoder–decoder's steps in the decoder-only "
-                         f"model's time"),
+                         f"model's time; the encoder–decoder's seconds without its validation pass "
+                         f"at the last step"),
               "budget_seconds": round(per_step["decoder_only"] * steps, 1),
               "steps": {"encoder_decoder": ed_steps, "decoder_only": steps},
               "rounds": rounds,
