@@ -168,6 +168,27 @@ def test_built_on_meta_then_filled_from_a_checkpoint(positions):
     torch.testing.assert_close(model(tokens), ref(tokens), atol=0, rtol=0)
 
 
+def test_a_replacing_part_starts_from_the_baselines_numbers():
+    """Chapter 12 compares its variants seed by seed. Under one seed RoPE's model (the same shapes)
+    starts from exactly the baseline's weights; GQA's from the baseline's wherever a tensor keeps its
+    shape, except W^O, drawn after the narrower W^K and W^V; and building a variant leaves the
+    random stream where the baseline leaves it. Replacing after chapter 8's layer had drawn gave
+    RoPE's model other weights in every layer after the first."""
+    def build(**kw):
+        torch.manual_seed(3)
+        weights = GPT(GPTConfig(**SMALL, **kw)).state_dict()
+        return weights, torch.rand(4)
+    w0, after0 = build()
+    w, after = build(positions="rope")
+    assert w.keys() == w0.keys() and all(torch.equal(w[k], w0[k]) for k in w)
+    assert torch.equal(after, after0)
+    w, after = build(n_kv_heads=1)
+    agree = {k for k in w if w[k].shape == w0[k].shape}
+    differ = {k for k in agree if not torch.equal(w[k], w0[k])}
+    assert differ == {f"blocks.{i}.self_attn.w_o.{p}" for i in range(N) for p in ("weight", "bias")}
+    assert len(agree) > 2 * len(differ) and torch.equal(after, after0)
+
+
 def test_tied_output_and_parameter_count():
     m = _model()
     assert m.out.weight is m.embed.table.weight

@@ -38,7 +38,8 @@ from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
 from tf_tutorial.model import (_embed, check_shape, plain_ints,
                                require_positive_ints)
-from tf_tutorial.multihead import GroupedQueryAttention, KVCache
+from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
+                                   MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
 from tf_tutorial.residual import stack_norm
 from tf_tutorial.rope import RotaryEmbedding
@@ -183,7 +184,11 @@ class GPTBlock(EncoderLayer):
     attention weights. Chapter 12's switches replace single parts:
     ``activation="swiglu"`` the FFN (chapter 7's SwiGLU), ``norm="rms"`` both
     norms, ``n_kv_heads`` or ``rotary`` the attention (grouped-query attention,
-    with RoPE applied to q and k).
+    with RoPE applied to q and k). A replacing part draws its initial weights
+    from where the part it replaces drew them, and the layer leaves the
+    random stream where chapter 8's layer does: under one seed, every variant
+    starts from the baseline's numbers wherever their shapes agree (RoPE's
+    model from exactly the baseline's weights).
 
     Shape:
         x (B, L, D); mask boolean, broadcastable to (B, L, t + L), True = may
@@ -200,18 +205,28 @@ class GPTBlock(EncoderLayer):
                  norm: str = "layer", n_kv_heads: int | None = None,
                  rotary: RotaryEmbedding | None = None):
         gated = activation == "swiglu"
+        grouped = rotary is not None or (n_kv_heads or n_heads) != n_heads
+        start = torch.random.get_rng_state()  # chapter 8's attention draws here
         super().__init__(d_model, n_heads, d_ff, dropout, norm_first,
                          "relu" if gated else activation, eps)
         # chapter 12's parts replace chapter 8's one by one; with the defaults
-        # nothing is replaced
-        if gated:
-            self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout)
+        # nothing is replaced. They draw again from the start, in chapter 8's
+        # order (attention, then FFN), then the stream goes on as it would
+        if grouped or gated:
+            end = torch.random.get_rng_state()
+            torch.random.set_rng_state(start)
+            attn = (GroupedQueryAttention(d_model, n_heads,
+                                          n_kv_heads or n_heads, dropout,
+                                          rotary=rotary) if grouped
+                    else MultiHeadAttention(d_model, n_heads, dropout=dropout))
+            if grouped:
+                self.self_attn = attn      # (the same numbers as drawn above)
+            if gated:
+                self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout)
+            torch.random.set_rng_state(end)
         if norm == "rms":
             self.attn_block.norm, self.ffn_block.norm = (
                 RMSNorm(d_model, eps), RMSNorm(d_model, eps))
-        if rotary is not None or (n_kv_heads or n_heads) != n_heads:
-            self.self_attn = GroupedQueryAttention(
-                d_model, n_heads, n_kv_heads or n_heads, dropout, rotary=rotary)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, return_weights: bool = False):
