@@ -1,6 +1,6 @@
 """Chapter 12's table: chapter 11's decoder-only model with one of today's parts switched on at a time.
 
-    python -m scripts.ch12_variants              # 21 runs: about 20 minutes on 2 cores, scoring included
+    python -m scripts.ch12_variants              # 21 runs: about 25 minutes on 2 cores, scoring included
     python -m scripts.ch12_variants --only base rope
 
 Every variant is chapter 11's decoder-only model (book/records/ch11_budget.json: the same settings,
