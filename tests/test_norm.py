@@ -86,9 +86,11 @@ def test_a_float64_input_under_autocast_is_normalised_in_float64_on_both_paths(a
     x = torch.randn(2, 8, dtype=torch.float64) * 3 + 1
     layers = ([LayerNorm(8), LayerNorm(8, fused=False)] if affine
               else [from_torch(nn.LayerNorm(8, elementwise_affine=False))])
-    for ln in layers:
+    if affine:
         with torch.no_grad():
-            ln.weight.copy_(torch.linspace(0.5, 1.5, 8) if affine else ln.weight)
+            layers[0].weight.copy_(torch.linspace(0.5, 1.5, 8))
+            layers[1].weight.copy_(torch.linspace(0.5, 1.5, 8))
+    for ln in layers:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = ln(x)
         assert out.dtype == torch.float64
@@ -97,6 +99,16 @@ def test_a_float64_input_under_autocast_is_normalised_in_float64_on_both_paths(a
     xb = x.to(torch.bfloat16)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         assert layers[0](xb).dtype == nn.LayerNorm(8)(xb).dtype
+
+
+def test_on_meta_a_float64_input_gets_a_float64_shape_without_asking_autocast():
+    """'meta' has no autocast: asking whether autocast was on there raised RuntimeError ("unknown
+    device type for autocast") for an input whose dtype differs from γ's; found rereading the
+    change. Shapes and dtypes come out as on a real device."""
+    ln = LayerNorm(8).to("meta")
+    x = torch.ones(2, 8, dtype=torch.float64, device="meta")
+    out = ln(x)
+    assert out.is_meta and out.shape == (2, 8) and out.dtype == torch.float64
 
 
 def test_fused_and_written_out_paths_agree_in_value_and_gradient():

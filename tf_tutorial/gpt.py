@@ -215,12 +215,12 @@ class GPTBlock(EncoderLayer):
         if grouped or gated:
             end = torch.random.get_rng_state()
             torch.random.set_rng_state(start)
-            attn = (GroupedQueryAttention(d_model, n_heads,
-                                          n_kv_heads or n_heads, dropout,
-                                          rotary=rotary) if grouped
-                    else MultiHeadAttention(d_model, n_heads, dropout=dropout))
             if grouped:
-                self.self_attn = attn      # (the same numbers as drawn above)
+                self.self_attn = GroupedQueryAttention(
+                    d_model, n_heads, n_kv_heads or n_heads, dropout,
+                    rotary=rotary)
+            else:      # draw chapter 8's attention again, to reach the FFN's
+                MultiHeadAttention(d_model, n_heads, dropout=dropout)
             if gated:
                 self.ffn = SwiGLUFeedForward(d_model, d_ff, dropout)
             torch.random.set_rng_state(end)

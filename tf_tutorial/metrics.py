@@ -50,7 +50,16 @@ def exact_match(hyps: list[str], refs: list[str]) -> float:
     the text split at whitespace, so extra spaces do not count.
     """
     _require_pairs(hyps, refs)
-    return sum(h.split() == r.split() for h, r in zip(hyps, refs)) / len(refs)
+    return sum(map(same_tokens, hyps, refs)) / len(refs)
+
+
+def same_tokens(hyp: str, ref: str) -> bool:
+    """一句译文与参考译文逐个词元都相同吗（多余的空格不算）？
+
+    The test of :func:`exact_match` for one sentence: the texts split at
+    whitespace are equal.
+    """
+    return hyp.split() == ref.split()
 
 
 # the one place bleu() and bleu_signature() take their sacrebleu settings from
@@ -251,7 +260,7 @@ def score(pairs, hyps: list[str]) -> dict:
     by_tag: dict = {}
     for (en, _), h, r in zip(pairs, hyps, refs):
         for tag in phenomena(en):
-            by_tag.setdefault(tag, []).append(h.split() == r.split())
+            by_tag.setdefault(tag, []).append(same_tokens(h, r))
     return {"exact_match": exact_match(hyps, refs), "bleu": bleu(hyps, refs),
             "hyps": hyps, "refs": refs,
             "by_phenomenon": {t: (sum(v) / len(v), len(v))

@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import (require_eps, require_flags, require_sizes,
-                                 require_width)
+from tf_tutorial._checks import (refuses_dtype, require_eps, require_flags,
+                                 require_sizes, require_width)
 
 
 class LayerNorm(nn.Module):
@@ -72,14 +72,13 @@ def _fused_layer_norm(x, weight, bias, eps):
     path computes in.
 
     F.layer_norm refuses float64 x with float32 γ and β ("mixed dtype"), where
-    the formula promotes to float64; both then return x's dtype. Under
-    autocast, F.layer_norm picks its float32 itself, except when one side is
-    float64 (autocast leaves float64 alone): that case promotes here too.
+    the formula promotes to float64; both then return x's dtype. The dtypes it
+    refuses are those a matrix product refuses (:func:`refuses_dtype`: under
+    autocast only a float64 side, which autocast leaves alone; never on
+    'meta', which computes no numbers).
     """
     D = weight.shape
-    wide = torch.float64 in (x.dtype, weight.dtype)
-    if x.dtype == weight.dtype or (
-            torch.is_autocast_enabled(x.device.type) and not wide):
+    if not refuses_dtype(x, weight):
         return F.layer_norm(x, D, weight, bias, eps)
     work = torch.promote_types(x.dtype, weight.dtype)
     return F.layer_norm(x.to(work), D, weight.to(work), bias.to(work),
