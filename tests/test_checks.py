@@ -18,7 +18,7 @@ from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.flash import flash_attention
 from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward
-from tf_tutorial.gpt import GPT, GPTConfig, generate, sample, sampling_probs
+from tf_tutorial.gpt import GPT, GPTBlock, GPTConfig, generate, sample, sampling_probs
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.multihead import GroupedQueryAttention, MultiHeadAttention
 from tf_tutorial.norm import LayerNorm, RMSNorm
@@ -210,9 +210,13 @@ ONES = torch.ones(2, 3, 8)
     (lambda: GroupedQueryAttention(8, 2, 1), lambda x: (x, x, x), "query"),
     (lambda: PositionwiseFeedForward(8, 16), lambda x: (x,), "x"),
     (lambda: SwiGLUFeedForward(8), lambda x: (x,), "x"),
-    (lambda: EncoderLayer(8, 2, 16, 0.0), lambda x: (x,), "query"),           # the first layer with matrices
-    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (x, ONES), "query"),
-    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (ONES, x), "key"),        # cross-attention's keys: memory
+    # a layer names its own argument, not its attention's (query, key)
+    (lambda: EncoderLayer(8, 2, 16, 0.0), lambda x: (x,), "x"),
+    (lambda: EncoderLayer(8, 2, 16, 0.0, norm_first=True), lambda x: (x,), "x"),   # the norm comes first
+    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (x, ONES), "x"),
+    (lambda: DecoderLayer(8, 2, 16, 0.0), lambda x: (ONES, x), "memory"),     # cross-attention's keys
+    (lambda: GPTBlock(8, 2, 16, 0.0), lambda x: (x,), "x"),
+    (lambda: GPTBlock(8, 2, 16, 0.0, n_kv_heads=1), lambda x: (x,), "x"),
 ])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_an_input_in_another_float_dtype_than_the_layer_is_refused_by_name(build, inputs, name, dtype):

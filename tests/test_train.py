@@ -274,8 +274,9 @@ def test_train_refuses_a_bad_out_dir_before_the_first_step(corpus, tmp_path, mon
         train(TINY, out_dir=afile, corpus=corpus, progress=False, max_steps=2)
     with pytest.raises(ValueError, match="^out_dir='': expected a directory, but got an empty path$"):
         train(TINY, out_dir="", corpus=corpus, progress=False, max_steps=2)      # was the cwd
-    with pytest.raises(ValueError,
-                       match=f"^out_dir={re.escape(str(afile / 'sub'))}: directory is not writable"):
+    with pytest.raises(ValueError,       # names the file in the way (mkdir said "Not a directory")
+                       match=f"^out_dir={re.escape(str(afile / 'sub'))}: {re.escape(str(afile))} is a file, "
+                             "not a directory$"):
         train(TINY, out_dir=afile / "sub", corpus=corpus, progress=False, max_steps=2)
     assert steps == []                               # no training time was spent
 
@@ -409,6 +410,7 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     r = _cli("--config", "tiny", "--resume", str(tmp_path / "wrong.pt"), "--steps", "7", "--no-progress",
              "--out", str(tmp_path / "elsewhere"))
     assert r.returncode == 2 and "does not fit this model" in r.stderr and "Traceback" not in r.stderr
+    assert "size mismatch for src_embed.table.weight" in r.stderr     # not only PyTorch's header line
     assert len(r.stderr.strip().splitlines()) == 1
     assert load_checkpoint(tmp_path / "checkpoint.pt")["step"] == 6
 
@@ -636,7 +638,91 @@ def test_cli_summary_names_the_precision_it_trained_in(capsys):
     from tf_tutorial.train import main
     assert main(["--config", "tiny", "--steps", "2", "--device", "cpu", "--precision", "bf16",
                  "--no-progress"]) == 0
-    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["precision"] == "bf16"
+    out, err = capsys.readouterr()
+    assert json.loads(out.strip().splitlines()[-1])["precision"] == "bf16"
+    # without --out nothing is kept: said, not left for translate to find out
+    assert err.strip() == ("python -m tf_tutorial.train: note: no --out was given, so the trained model "
+                           "was not saved (add --out DIR to keep it)")
+
+
+@pytest.mark.parametrize("in_the_way", ["checkpoint.pt", "results.json"])
+def test_cli_a_folder_where_the_run_is_saved_is_refused_before_training(tmp_path, in_the_way, capsys):
+    """It was found by the last save, after the whole run: a traceback, and the model lost."""
+    from tf_tutorial.train import main
+    (tmp_path / in_the_way).mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", "tiny", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert f"--out {tmp_path}: {tmp_path / in_the_way} is not a file" in err
+
+
+def test_cli_out_below_a_file_names_the_file(tmp_path, capsys):
+    from tf_tutorial.train import main
+    (tmp_path / "afile").write_text("")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--out", str(tmp_path / "afile" / "run")])
+    assert exit_info.value.code == 2
+    assert f"{tmp_path / 'afile'} is a file, not a directory" in capsys.readouterr().err   # was "not writable"
+
+
+def test_cli_a_save_that_fails_is_one_line_that_says_the_model_is_lost(tmp_path, monkeypatch, capsys):
+    import tf_tutorial.train as tr
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(tmp_path / "checkpoint.pt"))
+    monkeypatch.setattr(tr, "train", full_disk)
+    with pytest.raises(SystemExit) as exit_info:
+        tr.main(["--config", "tiny", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err
+    assert err == (f"python -m tf_tutorial.train: error: could not write {tmp_path / 'checkpoint.pt'}: "
+                   "No space left on device; the trained model was not saved\n")
+
+
+def test_cli_results_json_that_cannot_be_written_keeps_the_checkpoint(tmp_path, monkeypatch, capsys):
+    from tf_tutorial.train import main
+    real = Path.write_text
+
+    def full_disk(self, *args, **kwargs):
+        if self.name == "results.json":
+            raise OSError(28, "No space left on device")
+        return real(self, *args, **kwargs)
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--config", "tiny", "--steps", "1", "--out", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 1 and "Traceback" not in err
+    assert f"could not write {tmp_path / 'results.json'}: No space left on device" in err
+    assert load_checkpoint(tmp_path / "checkpoint.pt")["step"] == 1
+
+
+def test_cli_max_seconds_under_torchrun_is_refused_by_its_flag_before_setup(monkeypatch, capsys):
+    """The Python API's refusal named max_seconds, once per process, after the data was built."""
+    import tf_tutorial.train as tr
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(tr, "train", lambda *a, **k: pytest.fail("train() was reached"))
+    with pytest.raises(SystemExit) as exit_info:
+        tr.main(["--config", "tiny", "--max-seconds", "10"])
+    assert exit_info.value.code == 2
+    assert "error: --max-seconds cannot be used with several processes (torchrun)" in capsys.readouterr().err
+
+
+def test_cli_the_gpu_preset_on_a_cpu_says_how_long_it_would_take(monkeypatch, capsys):
+    import tf_tutorial.train as tr
+    if torch.cuda.is_available():
+        pytest.skip("the note is for a machine without a GPU")
+
+    def stop(*args, **kwargs):
+        raise ValueError("stopped before training")
+    monkeypatch.setattr(tr, "train", stop)
+    with pytest.raises(SystemExit):
+        tr.main(["--config", "gpu", "--no-progress"])
+    err = capsys.readouterr().err
+    assert "note: --config gpu is sized for a GPU" in err and "many hours" in err
+    with pytest.raises(SystemExit):
+        tr.main(["--config", "cpu", "--no-progress"])
+    assert "sized for a GPU" not in capsys.readouterr().err
 
 
 def test_train_passes_its_settings_to_every_step(corpus, monkeypatch):

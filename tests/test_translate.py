@@ -141,10 +141,22 @@ def test_typed_number_words_are_written_as_the_corpus_writes_them(t):
     assert normalise("I saw a dog.", w) == ["I", "saw", "a", "dog", "."]                 # an article stays
 
 
-@pytest.mark.parametrize("text", ["", "   ", "\t", "'", ".", "!", "...", ",", "？", "。", ", .", "；", "“”", "(—)"])
+@pytest.mark.parametrize("text", ["", "   ", "\t", "\ufeff", "\ufeff  \n"])
 def test_normalise_empty(t, text):
     with pytest.raises(ValueError, match="^empty sentence$"):
         normalise(text, t.src_vocab)
+
+
+@pytest.mark.parametrize("text", ["'", ".", "!", "...", ",", "？", "。", ", .", "；", "“”", "(—)", " !? "])
+def test_a_sentence_of_punctuation_only_is_refused_as_such(t, text):
+    """It is not empty: the message says what the reader typed and what is missing."""
+    with pytest.raises(ValueError, match=f"^no words in {re.escape(repr(text.strip()))}, only punctuation$"):
+        normalise(text, t.src_vocab)
+
+
+def test_a_byte_order_mark_is_not_a_word(t):
+    """A Windows editor starts a UTF-8 file with U+FEFF; the first line read from it carries the mark."""
+    assert normalise("\ufeffI love China.", t.src_vocab) == normalise("I love China.", t.src_vocab)
 
 
 @pytest.mark.parametrize("number", ["0", "1000000000", "1,000,000,000"])
@@ -234,6 +246,21 @@ def test_checkpoint_errors(tmp_path):
     torch.save({"weights": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a tf_tutorial training checkpoint"):
         load_translator(tmp_path / "other.pt")
+
+
+def test_a_checkpoint_whose_weights_do_not_fit_names_the_tensors(ckpt, tmp_path):
+    """PyTorch's first line says only "Error(s) in loading state_dict for Transformer:"; the
+    tensors it names come on the lines after it."""
+    state = torch.load(ckpt, weights_only=False)
+    del state["model"]["out.weight"]
+    state["model"]["src_embed.table.weight"] = torch.zeros(3, 3)
+    torch.save(state, tmp_path / "wrong.pt")
+    with pytest.raises(CheckpointError) as info:
+        load_translator(tmp_path / "wrong.pt")
+    message = str(info.value)
+    assert message.startswith(f"checkpoint {tmp_path / 'wrong.pt'} holds no usable model: ")
+    assert "out.weight" in message and "size mismatch for src_embed.table.weight" in message
+    assert "\n" not in message
     with pytest.raises(TypeError, match=r"^path: expected a file or folder name \(str or Path\), but got NoneType$"):
         load_translator(None)                      # was Path()'s message, which named no argument
 

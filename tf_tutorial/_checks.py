@@ -261,6 +261,17 @@ def require_width(x, d_model: int, name: str = "x",
     if not x.is_floating_point():
         raise ValueError(f"{name} must be floating point, "
                          f"but got dtype {x.dtype}")
+    require_dtype_of(x, weight, name)
+
+
+def require_dtype_of(x: torch.Tensor, weight, name: str = "x") -> None:
+    """``x`` 与它要乘的权重 ``weight`` 能相乘吗？不能就报错，点名 ``name``。
+
+    Raise :class:`DtypeMismatchError` naming ``name`` where ``x @ weight``
+    would refuse ``x``'s dtype (:func:`refuses_dtype`); a layer checks its
+    own inputs this way, so the message names the layer's argument, not one
+    of an inner layer.
+    """
     if refuses_dtype(x, weight):
         raise DtypeMismatchError(
             f"{name}: dtype {x.dtype} does not match the layer's parameters "

@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_tensors, require_width
+from tf_tutorial._checks import (require_dtype_of, require_sizes,
+                                 require_tensors, require_width)
 from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import KVCache, MultiHeadAttention
@@ -21,10 +22,12 @@ from tf_tutorial.residual import (SublayerConnection, given_settings,
                                   norm_after, stack_from_layer)
 
 
-def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
+def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
                   self_mask, memory_mask, self_cache) -> None:
-    """x (B, T, D), memory (B, S, D); each mask checked under its own name."""
-    require_width(x, d_model, lead="B, T")
+    """x (B, T, D), memory (B, S, D), each of the dtype of the weights it
+    meets first; each mask checked under its own name."""
+    d_model = layer.d_model
+    require_width(x, d_model, lead="B, T", weight=layer.self_attn.w_q.weight)
     require_tensors(memory=memory)
     if (memory.dim() != 3 or memory.shape[0] != x.shape[0]
             or memory.shape[-1] != d_model):
@@ -34,6 +37,7 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, d_model: int,
     if not memory.is_floating_point():
         raise ValueError(f"memory must be floating point (the encoder's "
                          f"output), but got dtype {memory.dtype}")
+    require_dtype_of(memory, layer.cross_attn.w_k.weight, "memory")
     B, T, S = x.shape[0], x.shape[1], memory.shape[1]
     t = 0 if self_cache is None else self_cache.length
     for name, mask, keys in (("self_mask", self_mask, t + T),
@@ -119,8 +123,7 @@ class DecoderLayer(nn.Module):
                 return_weights: bool = False):
         """带掩码的自注意力 → 交叉注意力 → 前馈网络，各带残差连接和层归一化。"""
         self_cache, cross_cache = cache if cache is not None else (None, None)
-        _check_inputs(x, memory, self.d_model, self_mask, memory_mask,
-                      self_cache)
+        _check_inputs(x, memory, self, self_mask, memory_mask, self_cache)
         weights = {} if return_weights else None
 
         def attend(attn, kind, y, kv, mask, kv_cache):

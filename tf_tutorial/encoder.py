@@ -50,7 +50,8 @@ class EncoderLayer(nn.Module):
     def forward(self, x: torch.Tensor,
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """让每个源位置先看整个源序列（自注意力），再各自经过前馈网络。"""
-        require_width(x, self.self_attn.d_model, lead="B, S")
+        require_width(x, self.self_attn.d_model, lead="B, S",
+                      weight=self.self_attn.w_q.weight)
         x = self.attn_block(
             x, lambda y: self.self_attn(y, y, y, mask))  # (B, S, D)
         return self.ffn_block(x, self.ffn)               # (B, S, D)

@@ -231,7 +231,8 @@ class GPTBlock(EncoderLayer):
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
                 cache: KVCache | None = None, return_weights: bool = False):
         """因果自注意力（可带缓存），再接前馈网络；各自带残差连接和层归一化。"""
-        require_width(x, self.self_attn.d_model, lead="B, L")
+        require_width(x, self.self_attn.d_model, lead="B, L",
+                      weight=self.self_attn.w_q.weight)
         kept = []
 
         def attend(y):

@@ -259,6 +259,20 @@ class CheckpointError(ValueError):
     """
 
 
+def state_dict_problem(error: Exception, limit: int = 300) -> str:
+    """把 ``load_state_dict`` 的报错压成一行，留下出问题的张量名和形状。
+
+    PyTorch's ``load_state_dict`` error in one line: the keys and shapes. Its
+    first line ("Error(s) in loading state_dict for Transformer:") says
+    only that something is wrong; the lines after it name the missing,
+    unexpected or mis-shaped tensors. They are joined by "; " and cut to
+    ``limit`` characters.
+    """
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    text = "; ".join(lines[1:] or lines) or type(error).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 class CheckpointNotFoundError(CheckpointError, FileNotFoundError):
     """检查点文件不存在：``except FileNotFoundError`` 和 ``except CheckpointError`` 都能接住。
 
@@ -283,12 +297,22 @@ def prepare_out_dir(out_dir, name: str = "out_dir=") -> Path:
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{name}{out}: not a directory")
+    for folder in out.parents:                 # mkdir would say only that
+        if folder.exists():
+            if not folder.is_dir():
+                raise ValueError(f"{name}{out}: {folder} is a file, "
+                                 "not a directory")
+            break
     try:
         out.mkdir(parents=True, exist_ok=True)
         tempfile.TemporaryFile(dir=out).close()
     except OSError as e:
         raise ValueError(f"{name}{out}: directory is not writable "
                          f"({e.strerror or type(e).__name__})") from None
+    for kept in ("checkpoint.pt", "results.json"):  # now, not after training
+        if (out / kept).exists() and not (out / kept).is_file():
+            raise ValueError(f"{name}{out}: {out / kept} is not a file, so "
+                             "the run could not be saved there")
     return out
 
 
@@ -352,12 +376,18 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     return state
 
 
+def _world_size() -> int:
+    """How many processes ``torchrun`` started (1 without it)."""
+    text = os.environ.get("WORLD_SIZE", "1").strip()
+    return int(text) if text.isdigit() else 1
+
+
 def _distributed(dev: torch.device) -> tuple[int, int, torch.device]:
     """(rank, world size, this process's device); under ``torchrun`` it joins
     the process group: NCCL for GPUs, gloo for CPUs. Each GPU process makes
     its own GPU (``LOCAL_RANK``) the current one, so NCCL's collectives do not
     all land on GPU 0."""
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1 and not dist.is_initialized():
+    if _world_size() > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
     if not dist.is_initialized():
         return 0, 1, dev
@@ -574,7 +604,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         except RuntimeError as e:
             raise CheckpointError(
                 f"checkpoint {resume} does not fit this model: "
-                f"{str(e).splitlines()[0]}") from None
+                f"{state_dict_problem(e)}") from None
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
         history, step = state["history"], state["step"]
@@ -759,7 +789,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--overwrite", action="store_true",
                    help="start afresh even if --out already holds a "
                         "checkpoint (it is replaced)")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto",
+                   help="where to train (default auto: cuda when available, "
+                        "else cpu)")
     p.add_argument("--steps", type=int, default=None,
                    help="total number of steps (overrides the preset)")
     batch = p.add_mutually_exclusive_group()
@@ -778,7 +810,8 @@ def _parser() -> argparse.ArgumentParser:
                         "loss scaler; fp32 on a CPU")
     p.add_argument("--beam", type=int, default=1,
                    help="beam size for the test-set evaluation (1 = greedy)")
-    p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (for logs)")
     return p
 
 
@@ -864,6 +897,10 @@ def main(argv=None) -> int:
     if args.max_seconds is not None and not args.max_seconds > 0:   # NaN too
         parser.error(
             f"--max-seconds must be positive, but got {args.max_seconds}")
+    if args.max_seconds is not None and _world_size() > 1:
+        parser.error("--max-seconds cannot be used with several processes "
+                     "(torchrun): each would stop at a different step; "
+                     "use --steps")
     if args.resume is not None:
         args.resume = checkpoint_path(args.resume)   # a file, or the run's folder
     if args.out is None and args.resume is not None:
@@ -876,7 +913,15 @@ def main(argv=None) -> int:
             parser.error(
                 f"--out {args.out} already holds a checkpoint; continue it "
                 f"with --resume {args.out}, or add --overwrite to replace it")
+    try:
+        device = pick_device(args.device)     # --device cuda without a GPU
+    except ValueError as e:
+        parser.error(str(e))
     created = None if args.out is None else _prepare_out(parser, args.out)
+    if cfg.name == "gpu" and device.type == "cpu":
+        print(f"{parser.prog}: note: --config gpu is sized for a GPU "
+              f"({cfg.steps} steps); on a CPU it takes many hours "
+              "(--config cpu trains in about 3 minutes)", file=sys.stderr)
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _one_line_warning(parser.prog)
@@ -887,6 +932,10 @@ def main(argv=None) -> int:
     except (CheckpointError, ValueError) as e:
         _remove_if_empty(created)
         parser.error(str(e))
+    except OSError as e:       # a save failed: the disk, or a path in the way
+        parser.exit(1, f"{parser.prog}: error: could not write "
+                       f"{e.filename or args.out}: {e.strerror or e}; the "
+                       "trained model was not saved\n")
     except KeyboardInterrupt:                     # Ctrl-C: say what is kept
         saved = None if args.out is None else args.out / "checkpoint.pt"
         if saved is not None and saved.is_file():
@@ -920,9 +969,19 @@ def main(argv=None) -> int:
             print(f"{parser.prog}: note: no training step ran (--max-seconds "
                   f"{args.max_seconds:g} ended before the first step); the "
                   "scores are an untrained model's", file=sys.stderr)
-        if args.out is not None:
-            (args.out / "results.json").write_text(
-                json.dumps(summary, ensure_ascii=False, indent=1))
+        if args.out is None:
+            print(f"{parser.prog}: note: no --out was given, so the trained "
+                  "model was not saved (add --out DIR to keep it)",
+                  file=sys.stderr)
+        else:
+            results = args.out / "results.json"
+            try:
+                results.write_text(json.dumps(summary, ensure_ascii=False,
+                                              indent=1))
+            except OSError as e:
+                parser.exit(1, f"{parser.prog}: error: could not write "
+                               f"{results}: {e.strerror or e}; the "
+                               f"checkpoint in {args.out} is saved\n")
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0

@@ -26,7 +26,9 @@ from tf_tutorial.corpus.data import TITLE_WORDS, Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
 from tf_tutorial.train import (CheckpointError, checkpoint_path,
-                               load_checkpoint, pick_device)
+                               load_checkpoint, pick_device,
+                               state_dict_problem)
+
 
 class Translator:
     """训练好的模型连同它的两个词表，可以直接拿英文句子来调用。
@@ -140,7 +142,7 @@ def load_translator(path, beam_size: int = 1,
     except (TypeError, ValueError, RuntimeError) as e:
         raise CheckpointError(
             f"checkpoint {path} holds no usable model: "
-            f"{str(e).splitlines()[0]}") from None
+            f"{state_dict_problem(e)}") from None
     src, tgt = (Vocab(state["src_itos"][4:]),
                 Vocab(state["tgt_itos"][4:]))    # Vocab sorts: same ids
     if (src.itos != list(state["src_itos"])

@@ -236,7 +236,9 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     """
     if not isinstance(text, str):
         raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
-    text = unicodedata.normalize("NFKC", text).translate(_TYPED)
+    # a byte-order mark (a Windows editor's first line) is not a word
+    given = text.replace("\ufeff", "").strip()
+    text = unicodedata.normalize("NFKC", given).translate(_TYPED)
     bad = _NOT_WHOLE.search(text)
     if bad:
         raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
@@ -247,7 +249,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     text = _TENS_UNITS.sub(r"\1 \2", text)
     words = _corpus_numbers(tokenize_en(_NUMBER.sub(_number_words, text)))
     if not any(re.search(r"\w", w) for w in words):              # "", "   ", "...", "?", ";"
-        raise ValueError("empty sentence")
+        raise ValueError(f"no words in {given!r}, only punctuation" if given
+                         else "empty sentence")
     longest = max(t.count(" ") for t in src_vocab.itos) + 1           # words in the longest token
     tokens, i = [], 0
     while i < len(words):
