@@ -277,3 +277,15 @@ def test_a_model_given_a_dict_for_its_config_names_the_class_it_wants():
     with pytest.raises(TypeError, match=r"^config must be a GPTConfig, but got TransformerConfig$"):
         GPT(TransformerConfig(10, 10, d_model=8, n_heads=2, n_layers=1, d_ff=16))
     assert isinstance(GPT(GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1)), GPT)
+
+
+def test_a_layer_whose_attention_packs_its_projections_checks_its_input_dtype_too():
+    """The dtype a layer's input must have is read off its attention's first weight, whatever the
+    attention keeps: appendix A's packed attention has one (3D, D) W^QKV and no W^Q."""
+    from tf_tutorial.timing.compare import PackedQKVAttention
+    layer = EncoderLayer(8, 2, 16, 0.0)
+    layer.self_attn = PackedQKVAttention(layer.self_attn)
+    assert not hasattr(layer.self_attn, "w_q")
+    assert layer(ONES).shape == (2, 3, 8)
+    with pytest.raises(DtypeMismatchError, match=r"^x: dtype torch.float64 does not match"):
+        layer(ONES.double())

@@ -264,6 +264,19 @@ def require_width(x, d_model: int, name: str = "x",
     require_dtype_of(x, weight, name)
 
 
+def first_weight(module: torch.nn.Module):
+    """``module`` 的第一个浮点参数：它的输入要与之同类型（没有就是 None）。
+
+    The dtype an input of ``module`` must have is its weights'; the first
+    floating-point parameter stands for them (W^Q in an attention layer,
+    whether it keeps W^Q alone or packed with W^K and W^V). None for a
+    module without one (a quantized layer), which :func:`require_dtype_of`
+    then does not judge.
+    """
+    return next((p for p in module.parameters() if p.is_floating_point()),
+                None)
+
+
 def require_dtype_of(x: torch.Tensor, weight, name: str = "x") -> None:
     """``x`` 与它要乘的权重 ``weight`` 能相乘吗？不能就报错，点名 ``name``。
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_dtype_of, require_sizes,
+from tf_tutorial._checks import (first_weight, require_dtype_of, require_sizes,
                                  require_tensors, require_width)
 from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
@@ -27,7 +27,8 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
     """x (B, T, D), memory (B, S, D), each of the dtype of the weights it
     meets first; each mask checked under its own name."""
     d_model = layer.d_model
-    require_width(x, d_model, lead="B, T", weight=layer.self_attn.w_q.weight)
+    require_width(x, d_model, lead="B, T",
+                  weight=first_weight(layer.self_attn))
     require_tensors(memory=memory)
     if (memory.dim() != 3 or memory.shape[0] != x.shape[0]
             or memory.shape[-1] != d_model):
@@ -37,7 +38,7 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
     if not memory.is_floating_point():
         raise ValueError(f"memory must be floating point (the encoder's "
                          f"output), but got dtype {memory.dtype}")
-    require_dtype_of(memory, layer.cross_attn.w_k.weight, "memory")
+    require_dtype_of(memory, first_weight(layer.cross_attn), "memory")
     B, T, S = x.shape[0], x.shape[1], memory.shape[1]
     t = 0 if self_cache is None else self_cache.length
     for name, mask, keys in (("self_mask", self_mask, t + T),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import require_sizes, require_width
+from tf_tutorial._checks import first_weight, require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.residual import (SublayerConnection, given_settings,
@@ -51,7 +51,7 @@ class EncoderLayer(nn.Module):
                 mask: torch.Tensor | None = None) -> torch.Tensor:
         """让每个源位置先看整个源序列（自注意力），再各自经过前馈网络。"""
         require_width(x, self.self_attn.d_model, lead="B, S",
-                      weight=self.self_attn.w_q.weight)
+                      weight=first_weight(self.self_attn))
         x = self.attn_block(
             x, lambda y: self.self_attn(y, y, y, mask))  # (B, S, D)
         return self.ffn_block(x, self.ffn)               # (B, S, D)

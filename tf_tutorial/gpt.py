@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (_is_real, require_config, require_counts,
-                                 require_fits, require_flags,
+from tf_tutorial._checks import (_is_real, first_weight, require_config,
+                                 require_counts, require_fits, require_flags,
                                  require_eps, require_finite_positive,
                                  require_ids, require_tensors,
                                  require_token_id, require_width)
@@ -232,7 +232,7 @@ class GPTBlock(EncoderLayer):
                 cache: KVCache | None = None, return_weights: bool = False):
         """因果自注意力（可带缓存），再接前馈网络；各自带残差连接和层归一化。"""
         require_width(x, self.self_attn.d_model, lead="B, L",
-                      weight=self.self_attn.w_q.weight)
+                      weight=first_weight(self.self_attn))
         kept = []
 
         def attend(y):
