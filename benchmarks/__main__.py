@@ -36,7 +36,8 @@ def _positive_int(text: str) -> int:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks",
+                                description=__doc__.splitlines()[0].replace("``", ""))
     p.add_argument("--quick", action="store_true", help="small sizes (seconds), as in the test suite")
     p.add_argument("--out", default="benchmark-results", help="directory for benchmarks.json and benchmarks.md")
     p.add_argument("--record", action="store_true",

@@ -328,11 +328,12 @@ def time_budget(flag: str, zero: bool = False):
 
 
 def main(argv=None) -> dict:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.gpu_run", description=__doc__.splitlines()[0])
     p.add_argument("out", type=Path)
     p.add_argument("--seconds", type=time_budget("--seconds"), default=GPU_SECONDS,
                    help=f"training time budget of the main run (default {GPU_SECONDS:g}, chapter 10's)")
-    p.add_argument("--compile-steps", type=int, default=300)
+    p.add_argument("--compile-steps", type=int, default=300,
+                   help="steps of the compile stage, compiled and eager each (default 300)")
     p.add_argument("--ch11-seconds", type=time_budget("--ch11-seconds", zero=True), default=60.0,
                    help="training time of each model in chapter 11's comparison (0 leaves it out)")
     p.add_argument("--variant", type=overrides, default=None, metavar="NAME=VALUE,...",

@@ -48,6 +48,15 @@ def test_score_splits_exact_match_by_phenomenon():
     assert spaced["exact_match"] == 1.0 and spaced["by_phenomenon"] == {"简单句 (simple)": (1.0, 1)}
 
 
+def test_evaluate_without_pairs_names_pairs():
+    """score's own message would speak of outputs and references, which the caller never gave."""
+    c = make_corpus(n_train=50, seed=0)
+    m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=8, n_heads=2,
+                                      n_layers=1, d_ff=16))
+    with pytest.raises(ValueError, match=r"^pairs: expected at least one \(English, Chinese\) pair, but got none$"):
+        evaluate(m, [], c.src_vocab, c.tgt_vocab)
+
+
 def test_evaluate_returns_outputs_for_every_sentence():
     c = make_corpus(n_train=500, n_valid=5, n_test=30, n_longer=1, n_deeper=1)
     torch.manual_seed(0)

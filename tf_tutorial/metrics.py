@@ -273,5 +273,8 @@ def evaluate(model, pairs, src_vocab, tgt_vocab, beam_size: int = 1) -> dict:
     Exact match, BLEU and exact match per phenomenon on ``pairs`` (see
     :func:`score`); also returns the outputs.
     """
+    if not len(pairs):         # score's own message would name hyps and refs
+        raise ValueError("pairs: expected at least one (English, Chinese) "
+                         "pair, but got none")
     return score(pairs, translate_pairs(model, pairs, src_vocab, tgt_vocab,
                                         beam_size))

@@ -357,8 +357,10 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
             f"checkpoint {path} does not exist") from None
     except Exception as e:  # noqa: BLE001 - any unpickling failure means
         # the file is unusable
+        reason = (str(e).strip().splitlines() or [""])[0][:120]
         raise CheckpointError(f"checkpoint {path} is not a readable checkpoint "
-                              f"({type(e).__name__})") from None
+                              f"(torch.load: {type(e).__name__}"
+                              + (f": {reason}" if reason else "") + ")") from None
     if (not isinstance(state, dict) or "train_config" not in state
             or "model" not in state):
         raise CheckpointError(

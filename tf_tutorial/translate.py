@@ -103,10 +103,13 @@ class Translator:
         ``tokens=True`` spaces the tokens.
         """
         single = isinstance(text, str)
-        if not single and not (isinstance(text, (list, tuple)) and all(
-                isinstance(s, str) for s in text)):
+        if not single and not isinstance(text, (list, tuple)):
             raise TypeError("text must be a str or a list of str, but got "
                             f"{type(text).__name__}")
+        for n, s in enumerate([] if single else text):
+            if not isinstance(s, str):
+                raise TypeError(f"text[{n}] must be a str (one sentence), "
+                                f"but got {type(s).__name__}")
         rows = []
         for n, sentence in enumerate([text] if single else list(text), 1):
             try:
