@@ -88,8 +88,8 @@ def test_a_float64_input_under_autocast_is_normalised_in_float64_on_both_paths(a
               else [from_torch(nn.LayerNorm(8, elementwise_affine=False))])
     if affine:
         with torch.no_grad():
-            layers[0].weight.copy_(torch.linspace(0.5, 1.5, 8))
-            layers[1].weight.copy_(torch.linspace(0.5, 1.5, 8))
+            for ln in layers:
+                ln.weight.copy_(torch.linspace(0.5, 1.5, 8))
     for ln in layers:
         with torch.autocast("cpu", dtype=torch.bfloat16):
             out = ln(x)
