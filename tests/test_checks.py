@@ -10,9 +10,9 @@ import pytest
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (DtypeMismatchError, require_counts, require_dropout, require_fits, require_flags, require_ids, require_positive, require_sizes,
+from tf_tutorial._checks import (DtypeMismatchError, WrongTypeError, require_counts, require_dropout, require_fits, require_flags, require_ids, require_nonnegative, require_positive, require_sizes,
                                  require_tensors, require_width)
-from tf_tutorial.attention import grouped_query_attention, padding_mask, scaled_dot_product_attention
+from tf_tutorial.attention import causal_mask, grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.decoder import DecoderLayer
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
 from tf_tutorial.encoder import EncoderLayer
@@ -133,6 +133,14 @@ def test_require_positive_names_the_first_value_that_is_not(value):
         require_positive(base=2.0, eps=value)
 
 
+@pytest.mark.parametrize("value, error", [(-0.5, ValueError), (float("inf"), ValueError), (float("nan"), ValueError),
+                                          ("0.6", WrongTypeError), (None, WrongTypeError), (True, WrongTypeError)])
+def test_require_nonnegative_wants_a_finite_number_from_zero(value, error):
+    require_nonnegative(alpha=0, beta=0.6)
+    with pytest.raises(error, match=rf"^alpha must be a number >= 0, but got {re.escape(repr(value))}$"):
+        require_nonnegative(beta=1, alpha=value)
+
+
 def test_require_ids_names_the_two_id_dtypes_an_embedding_takes():
     for dtype in (torch.int16, torch.int8, torch.uint8):
         with pytest.raises(ValueError, match=rf"^src: expected token ids of shape \(B, S\), but got {dtype} of "
@@ -164,6 +172,38 @@ def test_switches_are_refused_unless_true_or_false(call, name):
         call(fine)
     with pytest.raises(TypeError, match=f"^{name} must be True or False, but got 'False'$"):
         call("False")
+
+
+# (call, a value of the wrong type, a value of the right type out of range, the message's start)
+SCALARS = {
+    "MultiHeadAttention d_model": (lambda v: MultiHeadAttention(v, 2), "8", 0, "d_model must be"),
+    "EncoderLayer dropout": (lambda v: EncoderLayer(8, 2, 16, v), None, 1.0, "dropout must be"),
+    "LayerNorm eps": (lambda v: LayerNorm(8, eps=v), "1e-5", -1e-5, "eps must be"),
+    "flash_attention block_size": (lambda v: flash_attention(*[torch.ones(1, 3, 4)] * 3, block_size=v),
+                                   2.0, 0, "block_size must be"),
+    "TransformerConfig pad_id": (lambda v: TransformerConfig(10, 10, pad_id=v), True, 10, "pad_id="),
+    "GPTConfig eos_id": (lambda v: GPTConfig(vocab_size=10, eos_id=v), "2", 10, "eos_id="),
+    "causal_mask": (causal_mask, 3.0, 0, "length must be"),
+    "sampling_probs temperature": (lambda v: sampling_probs(torch.zeros(4), temperature=v), "1", -1.0,
+                                   "temperature must be"),
+    "sampling_probs top_k": (lambda v: sampling_probs(torch.zeros(4), top_k=v), 2.0, 0, "top_k must be"),
+    "sampling_probs top_p": (lambda v: sampling_probs(torch.zeros(4), top_p=v), "0.9", 0.0, "top_p must be"),
+    "RMSNorm d": (lambda v: RMSNorm(v), [8], -8, "d must be"),
+    "GroupedQueryAttention n_kv_heads": (lambda v: GroupedQueryAttention(8, 4, v), "2", 0, "n_kv_heads must be"),
+}
+
+
+@pytest.mark.parametrize("name", SCALARS)
+def test_a_scalar_of_the_wrong_type_is_both_a_type_error_and_a_value_error(name):
+    """Python's habit is TypeError for a wrong type, this package's was ValueError for any bad size:
+    a caller may catch either. A value of the right type out of range stays a plain ValueError."""
+    call, wrong_type, out_of_range, start = SCALARS[name]
+    with pytest.raises(WrongTypeError, match=f"^{re.escape(start)}") as caught:
+        call(wrong_type)
+    assert isinstance(caught.value, TypeError) and isinstance(caught.value, ValueError)
+    with pytest.raises(ValueError, match=f"^{re.escape(start)}") as caught:
+        call(out_of_range)
+    assert not isinstance(caught.value, TypeError)
 
 
 def test_require_fits_counts_the_cached_tokens():

@@ -991,3 +991,29 @@ def test_train_continuation_names_a_bad_argument_before_it_starts(change, error,
     with pytest.raises(error, match=message):
         train_continuation(**{**args, **change}, progress=False)
     assert all(v.device.type == "cpu" and torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+def test_ctrl_c_closes_train_continuations_progress_bar(capsys, monkeypatch):
+    """As train()'s (tests/test_train.py): the bar is closed when Ctrl-C leaves the loop, not redrawn later."""
+    import tf_tutorial.gpt as G
+    from tf_tutorial.corpus.data import make_corpus
+    corpus = make_corpus(n_train=50, n_valid=5, n_test=5, n_longer=1, n_deeper=1, seed=0)
+    vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+    model = GPT(GPTConfig(vocab_size=len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=80))
+    real_batch, calls = G.continuation_batch, []
+
+    def ctrl_c_at_step_3(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_batch(*args, **kwargs)
+
+    monkeypatch.setattr(G, "continuation_batch", ctrl_c_at_step_3)
+    capsys.readouterr()
+    try:
+        train_continuation(model, vocab, corpus.train, dataclasses.replace(CONFIGS["tiny"], steps=10, batch_size=8))
+    except KeyboardInterrupt:
+        closed = capsys.readouterr().err            # while the traceback still holds the bar
+    else:
+        pytest.fail("the fake Ctrl-C did not stop the training")
+    assert "train[gpt]" in closed and closed.endswith("\n")

@@ -853,6 +853,18 @@ def test_resuming_warns_of_a_changed_configuration(corpus, tmp_path, recwarn):
     assert done.history["step"] == [1, 2, 3, 4, 5]
 
 
+def test_resuming_in_another_precision_is_warned_about(corpus, tmp_path, recwarn):
+    """The checkpoint names the precision it trained in; bf16 on, float32 after, is not one run."""
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=3, precision="bf16")
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["precision"] == "bf16"
+    with pytest.warns(UserWarning, match=r"with another configuration: precision='bf16' \(this run: 'fp32'\); "
+                                         "the run does not carry on"):
+        train(TINY, resume=tmp_path, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=4)
+    assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["precision"] == "fp32"
+    train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_steps=5, precision="fp32")
+    assert not [w for w in recwarn if "another configuration" in str(w.message)]
+
+
 def test_cli_a_time_budget_that_ends_before_the_first_step_reports_0_steps(tmp_path, capsys):
     from tf_tutorial.train import main
     assert main(["--config", "tiny", "--max-seconds", "1e-9", "--out", str(tmp_path), "--no-progress"]) == 0
@@ -1041,3 +1053,29 @@ def test_a_stream_with_no_usable_batch_is_refused_instead_of_hanging(n_sentences
                                          rf"process\): {n_sentences} sentences, batch_size=1, batch_tokens=None$"):
         next(batch_stream(encoded, cfg, pad_id=0, world=world))
     assert len(next(batch_stream(encoded or [([4, 2], [1, 2])], cfg, pad_id=0, world=1))[0]) == 1
+
+
+def test_ctrl_c_closes_the_progress_bar_before_the_message(corpus, capsys, monkeypatch):
+    """The open bar was drawn once more when Python collected it: after the CLI's 'interrupted' line."""
+    import gc
+
+    import tf_tutorial.train as T
+    real_step = T.train_step
+
+    def ctrl_c_at_step_3(*args, **kwargs):
+        if ctrl_c_at_step_3.calls == 3:
+            raise KeyboardInterrupt
+        ctrl_c_at_step_3.calls += 1
+        return real_step(*args, **kwargs)
+
+    ctrl_c_at_step_3.calls = 0
+    monkeypatch.setattr(T, "train_step", ctrl_c_at_step_3)
+    try:
+        train(TINY, corpus=corpus, progress=True)
+    except KeyboardInterrupt:                       # the CLI prints its message here
+        closed = capsys.readouterr().err            # while the traceback still holds the bar
+    else:
+        pytest.fail("the fake Ctrl-C did not stop the training")
+    assert "train[tiny]" in closed and closed.endswith("\n")
+    gc.collect()
+    assert capsys.readouterr().err == ""

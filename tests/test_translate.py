@@ -159,9 +159,11 @@ def test_a_byte_order_mark_is_not_a_word(t):
     assert normalise("\ufeffI love China.", t.src_vocab) == normalise("I love China.", t.src_vocab)
 
 
-@pytest.mark.parametrize("number", ["0", "1000000000", "1,000,000,000"])
+@pytest.mark.parametrize("number", ["0", "1000000000", "1,000,000,000", "3.5", "-5"])
 def test_number_out_of_range(t, number):
-    with pytest.raises(ValueError, match="from 1 to 999,999,999"):
+    """Too big, zero, a fraction or a negative: one message, quoting the number as typed."""
+    with pytest.raises(ValueError, match=f"^number {re.escape(number)} is not a whole number from 1 to "
+                                         "999,999,999: only those are known to the model$"):
         t(f"I bought {number} books.")
 
 
@@ -223,7 +225,7 @@ def test_too_long_sentence_names_limit(t):
 def test_unknown_word_noted_not_fatal(t, capsys):
     out = t("The xyzzy bites the man.")
     note = capsys.readouterr().out               # a notebook shows stdout; the CLI sends notes to stderr
-    assert "'xyzzy'" in note and "<unk>" in note
+    assert note == "注意：['xyzzy'] 不在词表中，按 <unk> 处理：'The xyzzy bites the man.'\n"
     assert out == "".join(reference(t, ["the", "xyzzy", "bites", "the", "man", "."]))
     t("The xyzzy bites the man.", warn=False)
     assert capsys.readouterr().out == ""
@@ -303,7 +305,8 @@ def test_cli_stdin_keeps_lines_aligned(ckpt, t, capsys, monkeypatch):
     errors = err.strip().split("\n")
     assert errors[0] == f"{PROG}: line 2: empty sentence"
     assert errors[1].startswith(f"{PROG}: line 4: sentence has 201 tokens") and errors[1].endswith("at most 159")
-    assert "xyzzy" in errors[2] and len(errors) == 3
+    assert errors[2] == f"{PROG}: 注意：['xyzzy'] 不在词表中，按 <unk> 处理：'The xyzzy runs.'"
+    assert len(errors) == 3
 
 
 def test_cli_stdin_all_good_exits_0(ckpt, t, capsys, monkeypatch):
@@ -331,6 +334,8 @@ def test_cli_at_a_terminal_says_what_it_waits_for(ckpt, t, capsys, monkeypatch):
     (["{ckpt}", "   "], "empty sentence"),
     (["{ckpt}", "dog " * 170], "sentence has 171 tokens after normalisation; this model accepts at most 159"),
     (["{ckpt}", "--beam", "two"], "invalid int value"),
+    (["{ckpt}", "--bogus", "The dog runs."], "unrecognized arguments: --bogus\n"),    # not "--bogus The dog runs."
+    (["{ckpt}", "The dog runs.", "--beem=2", "--tokenz"], "unrecognized arguments: --beem=2 --tokenz\n"),
 ])
 def test_cli_errors_are_one_line_exit_2(ckpt, tmp_path, capsys, argv, message):
     code, out, err = run_main([a.format(dir=tmp_path, ckpt=ckpt) for a in argv], capsys)

@@ -12,10 +12,22 @@ import numpy as np
 import torch
 
 
+class WrongTypeError(TypeError, ValueError):
+    """类型不对的参数（如尺寸给了字符串）：既是 TypeError，也是 ValueError。
+
+    Python raises ``TypeError`` for an argument of the wrong type; the checks
+    here raise ``ValueError`` for a value out of range. An argument of the
+    wrong type (``d_model="8"``, ``dropout=None``, ``causal="no"``) raises
+    this, so that ``except TypeError`` and ``except ValueError`` both catch
+    it, whichever a caller expects.
+    """
+
+
 def _require_ints(values: dict, least: int, what: str) -> None:
     for name, value in values.items():     # NumPy integers are integers
-        if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
-                or value < least):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise WrongTypeError(f"{name} must be {what}, but got {value!r}")
+        if value < least:
             raise ValueError(f"{name} must be {what}, but got {value!r}")
 
 
@@ -39,10 +51,12 @@ def require_range(name: str, value, least: int = 1) -> tuple[int, int]:
         low, high = pair
     except (TypeError, ValueError):
         low = high = None
-    if not all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-               for v in (low, high)) or not least <= low <= high:
-        raise ValueError(f"{name} must be an integer or a pair (low, high) "
-                         f"with {least} <= low <= high, but got {value!r}")
+    error = (ValueError if all(isinstance(v, numbers.Integral)
+                               and not isinstance(v, bool) for v in (low, high))
+             else WrongTypeError)
+    if error is WrongTypeError or not least <= low <= high:
+        raise error(f"{name} must be an integer or a pair (low, high) "
+                    f"with {least} <= low <= high, but got {value!r}")
     return int(low), int(high)
 
 
@@ -50,34 +64,34 @@ def require_token_id(**ids) -> None:
     """检查这些词元编号都是整数（不是 bool），否则报出第一个不合格的参数名。
 
     ``require_token_id(pad_id=True)`` raises
-    ``TypeError: pad_id must be an integer token id, but got True`` (True would
-    silently mean id 1). NumPy integers are integers; the range is the
+    ``WrongTypeError: pad_id must be an integer token id, but got True`` (True
+    would silently mean id 1). NumPy integers are integers; the range is the
     caller's to check.
     """
     for name, value in ids.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise TypeError(f"{name} must be an integer token id, "
-                            f"but got {value!r}")
+            raise WrongTypeError(f"{name} must be an integer token id, "
+                                 f"but got {value!r}")
 
 
 def require_flags(**flags) -> None:
     """检查这些开关都是 True 或 False，否则报出第一个不合格的参数名。
 
     ``require_flags(causal="no")`` raises
-    ``TypeError: causal must be True or False, but got 'no'`` (a non-empty
+    ``WrongTypeError: causal must be True or False, but got 'no'`` (a non-empty
     string would silently mean True). NumPy booleans are accepted.
     """
     for name, value in flags.items():
         if not isinstance(value, (bool, np.bool_)):
-            raise TypeError(f"{name} must be True or False, "
-                            f"but got {value!r}")
+            raise WrongTypeError(f"{name} must be True or False, "
+                                 f"but got {value!r}")
 
 
 def require_integers(**values) -> None:
     """检查这些数都是整数（可以是负数，如随机种子），否则报出参数名。
 
     ``require_integers(seed=1.5)`` raises
-    ``ValueError: seed must be an integer, but got 1.5``; so do None, a
+    ``WrongTypeError: seed must be an integer, but got 1.5``; so do None, a
     string and a bool. NumPy integers are accepted.
     """
     _require_ints(values, -math.inf, "an integer")
@@ -105,7 +119,21 @@ def require_dropout(dropout, name: str = "dropout") -> None:
     or a bool. ``name`` is the argument's name in the message.
     """
     if not (_is_real(dropout) and 0.0 <= dropout < 1.0):
-        raise ValueError(f"{name} must be in [0, 1), but got {dropout!r}")
+        error = ValueError if _is_real(dropout) else WrongTypeError
+        raise error(f"{name} must be in [0, 1), but got {dropout!r}")
+
+
+def require_nonnegative(**values) -> None:
+    """检查这些数都是有限的非负数（如束搜索的长度惩罚指数），否则报出参数名。
+
+    ``require_nonnegative(alpha=-1)`` raises
+    ``ValueError: alpha must be a number >= 0, but got -1``; ``inf`` and NaN
+    are refused too, and a string or a bool raises :class:`WrongTypeError`.
+    """
+    for name, value in values.items():
+        if not (_is_real(value) and 0 <= value < math.inf):
+            error = ValueError if _is_real(value) else WrongTypeError
+            raise error(f"{name} must be a number >= 0, but got {value!r}")
 
 
 def require_positive(**values) -> None:
@@ -116,7 +144,8 @@ def require_positive(**values) -> None:
     """
     for name, value in values.items():
         if not (_is_real(value) and value > 0):
-            raise ValueError(f"{name} must be positive, but got {value!r}")
+            error = ValueError if _is_real(value) else WrongTypeError
+            raise error(f"{name} must be positive, but got {value!r}")
 
 
 def require_finite_positive(**values) -> None:

@@ -19,8 +19,9 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import (broadcast_shape, require_dropout, require_ids,
-                                 require_tensors, require_token_id)
+from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
+                                 require_dropout, require_ids, require_tensors,
+                                 require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -175,10 +176,10 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
         try:
             n = operator.index(length)      # an int, or a NumPy / 0-d integer
         except TypeError:
-            n = 0
-    if isinstance(length, bool) or n < 1:
-        raise ValueError(f"length must be a positive integer, "
-                         f"but got {length!r}")
+            n = None
+    if isinstance(length, bool) or n is None or n < 1:
+        error = ValueError if isinstance(n, int) else WrongTypeError
+        raise error(f"length must be a positive integer, but got {length!r}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 

@@ -16,8 +16,8 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import (_is_real, require_fits, require_flags,
-                                 require_ids, require_sizes,
+from tf_tutorial._checks import (require_fits, require_flags, require_ids,
+                                 require_nonnegative, require_sizes,
                                  require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer, require_pair
@@ -221,8 +221,7 @@ def beam_search(model: Transformer, src: torch.Tensor,
     chosen hypothesis (eval mode, the model's mode restored).
     """
     require_sizes(beam_size=beam_size)
-    if not (_is_real(alpha) and 0 <= alpha < float("inf")):
-        raise ValueError(f"alpha must be a number >= 0, but got {alpha!r}")
+    require_nonnegative(alpha=alpha)
     require_flags(use_cache=use_cache)
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     (n, caps), pad, k = _max_len(model, src, max_len), model.config.pad_id, \

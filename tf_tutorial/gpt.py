@@ -24,11 +24,12 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (_is_real, first_weight, require_config,
-                                 require_counts, require_fits, require_flags,
-                                 require_eps, require_finite_positive,
-                                 require_ids, require_tensors,
-                                 require_token_id, require_width)
+from tf_tutorial._checks import (WrongTypeError, _is_real, first_weight,
+                                 require_config, require_counts, require_fits,
+                                 require_flags, require_eps,
+                                 require_finite_positive, require_ids,
+                                 require_tensors, require_token_id,
+                                 require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -36,8 +37,8 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import (_embed, check_shape, plain_ints,
-                               require_positive_ints)
+from tf_tutorial.model import (_embed, _id_error, _plain_int, check_shape,
+                               plain_ints, require_positive_ints)
 from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
                                    MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
@@ -103,10 +104,9 @@ class GPTConfig:
             value = getattr(self, name)
             if name == "eos_id" and value is None:      # no room for one
                 continue
-            if (not isinstance(value, int) or isinstance(value, bool)
-                    or not 0 <= value < self.vocab_size):
-                raise ValueError(f"{name}={value!r} is not a valid id for "
-                                 f"vocab_size={self.vocab_size}")
+            if not _plain_int(value) or not 0 <= value < self.vocab_size:
+                raise _id_error(value)(f"{name}={value!r} is not a valid id "
+                                       f"for vocab_size={self.vocab_size}")
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
                              f"but both are {self.pad_id}")
@@ -375,15 +375,17 @@ def _check_sampling(temperature, top_k, top_p, logits=None,
                              f" but got {tuple(logits.shape)}")
     # NumPy scalars are numbers too; bools and tensors are not
     if not _is_real(temperature) or not (0 <= temperature < math.inf):
-        raise ValueError("temperature must be a number >= 0 (0: greedy), "
-                         f"but got {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool)
-                              or not isinstance(top_k, numbers.Integral)
-                              or top_k < 1):
-        raise ValueError("top_k must be None or an integer >= 1, "
-                         f"but got {top_k!r}")
+        raise (ValueError if _is_real(temperature) else WrongTypeError)(
+            f"temperature must be a number >= 0 (0: greedy), "
+            f"but got {temperature!r}")
+    integer = (isinstance(top_k, numbers.Integral)
+               and not isinstance(top_k, bool))
+    if top_k is not None and (not integer or top_k < 1):
+        raise (ValueError if integer else WrongTypeError)(
+            f"top_k must be None or an integer >= 1, but got {top_k!r}")
     if top_p is not None and (not _is_real(top_p) or not 0 < top_p <= 1):
-        raise ValueError(f"top_p must be None or in (0, 1], but got {top_p!r}")
+        raise (ValueError if _is_real(top_p) else WrongTypeError)(
+            f"top_p must be None or in (0, 1], but got {top_p!r}")
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
@@ -715,7 +717,8 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     start, step, epoch = time.perf_counter(), 0, 0
     losses = []                                # on the device
     model.train()
-    with varying_shapes():      # batches of many shapes (train.py)
+    # batches of many shapes (train.py); Ctrl-C closes the bar too
+    with varying_shapes(), contextlib.closing(bar):
         while step < cfg.steps and not (
                 max_seconds and time.perf_counter() - start > max_seconds):
             for chunk in batch_indices(lengths, size, cfg.batch_tokens,
@@ -749,7 +752,6 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                 losses.append(loss.detach())   # read at the end: one sync
                 bar.update(1)
             epoch += 1
-    bar.close()
     history["loss"] = torch.stack(losses).tolist() if losses else []
     history["seconds"] = time.perf_counter() - start
     model.eval()

@@ -14,9 +14,9 @@ from dataclasses import asdict, dataclass, replace
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_config, require_dropout,
-                                 require_fits, require_flags, require_ids,
-                                 require_sizes)
+from tf_tutorial._checks import (WrongTypeError, require_config,
+                                 require_dropout, require_fits, require_flags,
+                                 require_ids, require_sizes)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -43,6 +43,16 @@ def plain_ints(config, names) -> None:
         value = getattr(config, name)
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             object.__setattr__(config, name, int(value))
+
+
+def _plain_int(value) -> bool:
+    """An int, not a bool (after :func:`plain_ints`)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _id_error(value) -> type:
+    """The error for a bad token id: of the wrong type, or out of range."""
+    return ValueError if _plain_int(value) else WrongTypeError
 
 
 def check_shape(config, sizes) -> None:
@@ -103,22 +113,21 @@ class TransformerConfig:
         defaults = [name for name in ("bos_id", "eos_id")
                     if getattr(self, name) is None]
         plain_ints(self, ("pad_id", "bos_id", "eos_id"))
-        if (not isinstance(self.pad_id, int) or isinstance(self.pad_id, bool)
+        if (not _plain_int(self.pad_id)
                 or not 0 <= self.pad_id < min(self.src_vocab_size,
                                               self.tgt_vocab_size)):
-            raise ValueError(f"pad_id={self.pad_id!r} is not a valid id for "
-                             f"vocabularies of size {self.src_vocab_size} "
-                             f"and {self.tgt_vocab_size}")
+            raise _id_error(self.pad_id)(
+                f"pad_id={self.pad_id!r} is not a valid id for vocabularies "
+                f"of size {self.src_vocab_size} and {self.tgt_vocab_size}")
         for name, usual in (("bos_id", 1), ("eos_id", 2)):
             if getattr(self, name) is None:
                 object.__setattr__(self, name,
                                    usual if usual != self.pad_id else 0)
         for name in ("bos_id", "eos_id"):
             value = getattr(self, name)
-            if (not isinstance(value, int) or isinstance(value, bool)
-                    or not 0 <= value < self.tgt_vocab_size
+            if (not _plain_int(value) or not 0 <= value < self.tgt_vocab_size
                     or value == self.pad_id):
-                raise ValueError(
+                raise _id_error(value)(
                     f"{name}={value!r} must be an id of the target vocabulary "
                     f"(size {self.tgt_vocab_size}) other than "
                     f"pad_id={self.pad_id}"

@@ -41,16 +41,18 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (broadcast_shape, require_finite_positive,
-                                 require_sizes, require_tensors)
+from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
+                                 require_finite_positive, require_sizes,
+                                 require_tensors)
 
 
 def _require_pairs(name: str, width) -> None:
     """The rotated width: a positive even integer (its features pair up)."""
-    if (isinstance(width, bool) or not isinstance(width, int) or width < 2
-            or width % 2):
-        raise ValueError(f"{name} must be a positive even integer (pairs), "
-                         f"but got {width!r}")
+    integer = isinstance(width, int) and not isinstance(width, bool)
+    if not integer or width < 2 or width % 2:
+        raise (ValueError if integer else WrongTypeError)(
+            f"{name} must be a positive even integer (pairs), "
+            f"but got {width!r}")
 
 
 def _thetas(dim: int, base: float, device=None) -> torch.Tensor:
@@ -75,10 +77,10 @@ def _as_positions(positions) -> torch.Tensor:
         if all(isinstance(p, int) and not isinstance(p, bool)
                for p in positions):
             return torch.tensor(list(positions), dtype=torch.int64)
-    raise ValueError("positions must be an integer tensor or a sequence of "
-                     "ints (one per row), but got "
-                     f"{positions!r}; for start … start+L−1 "
-                     "use torch.arange(start, start + L)")
+    raise WrongTypeError("positions must be an integer tensor or a sequence "
+                         "of ints (one per row), but got "
+                         f"{positions!r}; for start … start+L−1 "
+                         "use torch.arange(start, start + L)")
 
 
 def rope_angles(positions, dim: int, base: float = 10000.0, *,

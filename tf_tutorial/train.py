@@ -227,6 +227,9 @@ def pick_device(name: str = "auto") -> torch.device:
 
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+PRECISION_NAMES = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+"""What :func:`autocast_dtype` returned, by its ``--precision`` name (saved in
+a checkpoint and in results.json)."""
 
 
 def autocast_dtype(device: torch.device, precision: str = "auto"):
@@ -600,6 +603,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                "valid_loss": [], "valid_acc": [], "seconds": 0.0,
                "eval_seconds": 0.0, "tokens": 0}
     step = 0
+    amp = autocast_dtype(dev, precision)
     if state:
         try:
             model.load_state_dict(state["model"])
@@ -616,11 +620,14 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                    for k, v in state["train_config"].items()
                    if k not in ("name", "steps", "eval_every")
                    and getattr(cfg, k, v) != v]
+        saved = state.get("precision")        # checkpoints before it: None
+        if saved not in (None, PRECISION_NAMES[amp]):
+            changed.append(f"precision={saved!r} (this run: "
+                           f"{PRECISION_NAMES[amp]!r})")
         if changed:
             warnings.warn(f"resuming {resume} with another configuration: "
                           + ", ".join(changed) + "; the run does not carry "
                           "on as if it had never stopped", stacklevel=2)
-    amp = autocast_dtype(dev, precision)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp is torch.float16)
     if state and scaler.is_enabled() and state.get("scaler"):
         scaler.load_state_dict(state["scaler"])  # fp16: the scale it reached
@@ -667,7 +674,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     stream = batch_stream(train_enc, cfg, mcfg.pad_id, skip=step, world=world)
     start = time.perf_counter()
-    with varying_shapes():   # batches of many shapes: no cuDNN attention
+    # batches of many shapes: no cuDNN attention; Ctrl-C closes the bar too
+    with varying_shapes(), contextlib.closing(bar):
         for src, tgt in stream:
             if step >= stop or (max_seconds is not None
                                 and this_run() > max_seconds):
@@ -692,7 +700,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                     so_far = history["seconds"] + this_run()
                     _save(out_dir, model, opt, sched,
                           {**history, "seconds": so_far}, step, cfg, mcfg,
-                          corpus, dev, scaler)
+                          corpus, dev, scaler, amp)
         bar.close()
         # stopped by the time budget
         if not history["eval_step"] or history["eval_step"][-1] != step:
@@ -706,16 +714,17 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         history["rank_checksums"] = sums
     if out_dir is not None and rank == 0:
         _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-              dev, scaler)
+              dev, scaler, amp)
     return TrainResult(model, corpus, history, cfg, dev)
 
 
 def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-          dev, scaler) -> None:
+          dev, scaler, amp) -> None:
     save_checkpoint(
         Path(out_dir) / "checkpoint.pt", model=model.state_dict(),
         optimizer=opt.state_dict(), scheduler=sched.state_dict(),
         scaler=scaler.state_dict(),   # {} unless fp16
+        precision=PRECISION_NAMES[amp],
         history=history, step=step, **_rng_state(dev),
         train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
         src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
@@ -957,8 +966,7 @@ def main(argv=None) -> int:
                         beam_size=args.beam)
         amp = autocast_dtype(result.device, args.precision)
         summary = {"config": cfg.name, "device": str(result.device),
-                   "precision": {None: "fp32", torch.bfloat16: "bf16",
-                                 torch.float16: "fp16"}[amp],
+                   "precision": PRECISION_NAMES[amp],
                    "steps": (result.history["step"] or [0])[-1],
                    "planned_steps": cfg.steps,   # more: the time ran out
                    "train_seconds": round(result.history["seconds"], 1),

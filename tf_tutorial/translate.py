@@ -46,8 +46,9 @@ class Translator:
         self.beam_size, self.path, self.batch_size = beam_size, path, batch_size
         # the source also gets an EOS
         self.max_tokens = model.config.max_len - 1
-        # where unknown-word notes go: stdout (the CLI: stderr)
-        self.note_file = None
+        # where unknown-word notes go, and how they start: stdout and "注意："
+        # (the CLI: stderr, after the program's name, as its errors are)
+        self.note_file, self.note_prefix = None, ""
 
     def __repr__(self) -> str:
         device = next(self.model.parameters()).device
@@ -68,8 +69,8 @@ class Translator:
                 f"this model accepts at most {self.max_tokens}")
         unknown = [t for t in tokens if t not in self.src_vocab]
         if unknown and warn:
-            print(f"注意：{unknown} 不在词表中，按 <unk> 处理：{text!r}",
-                  file=self.note_file)
+            print(f"{self.note_prefix}注意：{unknown} 不在词表中，按 <unk> "
+                  f"处理：{text!r}", file=self.note_file)
         return self.src_vocab.encode(tokens, eos=True)
 
     def decode(self, rows: list[list[int]]) -> list[list[str]]:
@@ -232,12 +233,16 @@ def main(argv=None) -> int:
 def _main(argv=None) -> int:
     parser = _parser()
     # options may come after the sentence
-    args = parser.parse_intermixed_args(argv)
+    args, extra = parser.parse_known_intermixed_args(argv)
+    if extra:      # argparse counts the sentence after --bogus as its value
+        parser.error("unrecognized arguments: " + " ".join(
+            [a for a in extra if a.startswith("-")] or extra))
     if args.beam < 1:
         parser.error(f"--beam must be a positive integer, but got {args.beam}")
     try:
         translator = load_translator(args.checkpoint, args.beam, args.device)
         translator.note_file = sys.stderr  # stdout holds the translations only
+        translator.note_prefix = f"{parser.prog}: "
         if args.sentence:
             texts = sentences(args.sentence)
             out = translator(texts if len(texts) > 1 else texts[0],

@@ -112,11 +112,16 @@ _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|nin
 _FINAL = {".", "?"}
 
 
+def _not_whole(number: str) -> str:
+    """The message for a typed number the model cannot read (0, 3.5, -5, 10^9)."""
+    return (f"number {number} is not a whole number from 1 to 999,999,999: only those are known "
+            "to the model")
+
+
 def _number_words(match: re.Match) -> str:
     n = int(match.group().replace(",", ""))
     if not 1 <= n < 10**9:
-        raise ValueError(f"number {match.group()} is out of range: only whole numbers from 1 to 999,999,999 "
-                         f"are known to the model")
+        raise ValueError(_not_whole(match.group()))
     return " " + " ".join(number_en(n)) + " "
 
 
@@ -241,8 +246,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     text = unicodedata.normalize("NFKC", given).translate(_TYPED)
     bad = _NOT_WHOLE.search(text)
     if bad:
-        raise ValueError(f"number {bad.group()} is not a whole number from 1 to 999,999,999: "
-                         "only those are known to the model")
+        raise ValueError(_not_whole(bad.group()))
     text = text.replace("!", ".")
     for short, long in _CONTRACTIONS:
         text = short.sub(long, text)
