@@ -4,6 +4,7 @@ An independent audit passed a Python list where a tensor belongs and got
 ``AttributeError: 'list' object has no attribute 'dim'`` from thirteen public entry points. PyTorch's
 own layers raise TypeError there, and so must ours, naming the argument.
 """
+import dataclasses
 import re
 
 import pytest
@@ -12,18 +13,23 @@ from torch import nn
 
 from tf_tutorial._checks import (DtypeMismatchError, WrongTypeError, require_counts, require_dropout, require_fits, require_flags, require_ids, require_nonnegative, require_positive, require_sizes,
                                  require_tensors, require_width)
-from tf_tutorial.attention import causal_mask, grouped_query_attention, padding_mask, scaled_dot_product_attention
-from tf_tutorial.decoder import DecoderLayer
-from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
+from tf_tutorial.attention import causal_mask, fused_attention, grouped_query_attention, padding_mask, scaled_dot_product_attention
+from tf_tutorial.corpus.data import Vocab, pad
+from tf_tutorial.decode import length_penalty, strip
+from tf_tutorial.decoder import DecoderCache, DecoderLayer
+from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding, positional_encoding
 from tf_tutorial.encoder import EncoderLayer
-from tf_tutorial.flash import flash_attention
-from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward
-from tf_tutorial.gpt import GPT, GPTBlock, GPTConfig, generate, sample, sampling_probs
+from tf_tutorial.flash import causal_tiles, flash_attention
+from tf_tutorial.ffn import PositionwiseFeedForward, SwiGLUFeedForward, swiglu_hidden
+from tf_tutorial.gpt import (GPT, GPTBlock, GPTCache, GPTConfig, generate, sample, sampling_probs,
+                             train_continuation)
 from tf_tutorial.model import Transformer, TransformerConfig
-from tf_tutorial.multihead import GroupedQueryAttention, MultiHeadAttention
+from tf_tutorial.multihead import GroupedQueryAttention, KVCache, MultiHeadAttention
 from tf_tutorial.norm import LayerNorm, RMSNorm
 from tf_tutorial.residual import SublayerConnection
+from tf_tutorial.rnn import ElmanRNN
 from tf_tutorial.rope import rotate
+from tf_tutorial.train import CONFIGS, batch_stream, train
 
 D = 12
 ROWS = [[0.0] * D, [1.0] * D]                    # a (2, 12) matrix, as a list
@@ -165,6 +171,12 @@ def test_require_flags_refuses_what_python_would_read_as_true_or_false(value):
     (lambda v: GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16, norm_first=v), "norm_first"),
     (lambda v: generate(GPT(GPTConfig(vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16)),
                         torch.ones(1, 2, dtype=torch.long), 1, use_cache=v), "use_cache"),
+    # probe 9: these took anything, bos=2 added two BOS
+    (lambda v: MultiHeadAttention(8, 2, fused=v), "fused"),
+    (lambda v: KVCache(static=v), "static"),
+    (lambda v: fused_attention(*[torch.ones(1, 2, 3, 4)] * 3, enable_gqa=v), "enable_gqa"),
+    (lambda v: Vocab(["i"]).encode(["i"], bos=v), "bos"),
+    (lambda v: Vocab(["i"]).encode(["i"], eos=v), "eos"),
 ])
 def test_switches_are_refused_unless_true_or_false(call, name):
     """The string "False" is truthy: without the check, norm_first="False" builds a Pre-LN model."""
@@ -190,6 +202,22 @@ SCALARS = {
     "sampling_probs top_p": (lambda v: sampling_probs(torch.zeros(4), top_p=v), "0.9", 0.0, "top_p must be"),
     "RMSNorm d": (lambda v: RMSNorm(v), [8], -8, "d must be"),
     "GroupedQueryAttention n_kv_heads": (lambda v: GroupedQueryAttention(8, 4, v), "2", 0, "n_kv_heads must be"),
+    # probe 9: these took a bool as 1, a float as a size, or ran into torch's own error
+    "causal_mask True": (causal_mask, True, -1, "length must be"),
+    "pad pad_id": (lambda v: pad([[4, 5], [6]], v), 1.5, ..., "pad_id must be"),      # ...: no range to check
+    "batch_stream skip": (lambda v: next(batch_stream([([4, 2], [1, 5, 2])], CONFIGS["tiny"], 0, skip=v)),
+                          True, -1, "skip must be"),
+    "batch_stream world": (lambda v: next(batch_stream([([4, 2], [1, 5, 2])], CONFIGS["tiny"], 0, world=v)),
+                           8.0, 0, "world must be"),
+    "DecoderCache": (DecoderCache, True, 0, "n_layers must be"),
+    "GPTCache": (GPTCache, "2", -1, "n_layers must be"),
+    "GPTBlock n_kv_heads": (lambda v: GPTBlock(8, 4, 16, n_kv_heads=v), "2", 0, "n_kv_heads must be"),
+    "causal_tiles": (lambda v: causal_tiles(v, 4), 8.0, -1, "length must be"),
+    "swiglu_hidden": (lambda v: swiglu_hidden(8, multiple_of=v), None, 0, "multiple_of must be"),
+    "length_penalty": (lambda v: length_penalty(torch.tensor([3]), v), "0.6", -1.0, "alpha must be"),
+    "train_continuation max_seconds": (lambda v: train_continuation(_gpt(), None, [("a", "b")], CONFIGS["tiny"],
+                                                                    max_seconds=v), "60", -1.0,
+                                       "max_seconds must be"),
 }
 
 
@@ -201,9 +229,72 @@ def test_a_scalar_of_the_wrong_type_is_both_a_type_error_and_a_value_error(name)
     with pytest.raises(WrongTypeError, match=f"^{re.escape(start)}") as caught:
         call(wrong_type)
     assert isinstance(caught.value, TypeError) and isinstance(caught.value, ValueError)
+    if out_of_range is ...:
+        return
     with pytest.raises(ValueError, match=f"^{re.escape(start)}") as caught:
         call(out_of_range)
     assert not isinstance(caught.value, TypeError)
+
+
+def test_the_training_loops_check_their_switches_before_they_start():
+    """progress="False" would show the bar, compile=5 start an inductor compile; resume=5 is no path."""
+    with pytest.raises(WrongTypeError, match=r"^progress must be True or False, but got 'False'$"):
+        train(CONFIGS["tiny"], progress="False")
+    with pytest.raises(WrongTypeError, match=r"^compile must be True, False or the name of a torch.compile "
+                                             r"backend, but got 5$"):
+        train(CONFIGS["tiny"], progress=False, compile=5)
+    with pytest.raises(TypeError, match=r"^resume: expected a file or folder name \(str or Path\), but got int$"):
+        train(CONFIGS["tiny"], progress=False, resume=5)
+    with pytest.raises(WrongTypeError, match=r"^progress must be True or False, but got None$"):
+        train_continuation(_gpt(), None, [("a", "b")], CONFIGS["tiny"], progress=None)
+
+
+def test_ids_that_are_not_integers_are_refused_where_a_bool_would_be_read_as_an_id():
+    vocab = Vocab(["i", "love"])
+    with pytest.raises(WrongTypeError, match=r"^ids: expected one sentence's integer token ids, but got True "
+                                             r"at position 0$"):
+        vocab.decode([True, 4])
+    with pytest.raises(WrongTypeError, match=r"^eos_id must be an integer token id, but got '2'$"):
+        strip(torch.tensor([[4, 2, 0]]), "2")                 # cut nothing
+    with pytest.raises(WrongTypeError, match=r"^eos_id must be an integer token id, but got True$"):
+        strip(torch.tensor([[4, 1, 0]]), True)                # cut at id 1
+    with pytest.raises(TypeError, match=r"^ids must be a torch.Tensor, but got list$"):
+        strip([[4, 2, 0]], 2)
+    assert strip(torch.tensor([[4, 2, 0]]), 2) == [[4]]
+
+
+def test_a_gpt_block_refuses_a_norm_it_does_not_have():
+    """GPTConfig checked norm; the block built a LayerNorm for 'rsm' or None."""
+    for bad in ("rsm", None, 5):
+        with pytest.raises(ValueError, match=rf"^norm must be one of \('layer', 'rms'\), but got {bad!r}$"):
+            GPTBlock(8, 2, 16, norm=bad)
+
+
+def test_the_rnn_names_an_input_in_another_float_dtype():
+    rnn = ElmanRNN(3, 4)
+    with pytest.raises(DtypeMismatchError, match=r"^x: dtype torch.float64 does not match"):
+        rnn(torch.zeros(2, 5, 3, dtype=torch.float64))
+    with pytest.raises(DtypeMismatchError, match=r"^h0: dtype torch.bfloat16 does not match"):
+        rnn(torch.zeros(2, 5, 3), torch.zeros(2, 4, dtype=torch.bfloat16))
+    out, h = rnn.double()(torch.zeros(2, 5, 3, dtype=torch.float64))
+    assert out.dtype == h.dtype == torch.float64
+
+
+def test_objects_of_the_wrong_kind_are_refused_when_built():
+    """A str Vocab was a vocabulary of letters, an int dtype a sine table of -1, 0 and 1; a kernel of 5 and
+    a TrainConfig named 5 failed only later."""
+    with pytest.raises(TypeError, match=r"^tokens must be a collection of tokens, but got the string 'hello'$"):
+        Vocab("hello")
+    with pytest.raises(WrongTypeError, match=r"^dtype must be a floating-point torch.dtype, but got torch.int64$"):
+        positional_encoding(8, 8, dtype=torch.int64)
+    with pytest.raises(WrongTypeError, match=r"^dtype must be a floating-point torch.dtype, but got 'float32'$"):
+        positional_encoding(8, 8, dtype="float32")
+    assert positional_encoding(8, 8, dtype=torch.float64).dtype == torch.float64
+    for name in ("kernel", "rotary"):
+        with pytest.raises(TypeError, match=rf"^{name} must be None or callable, but got int$"):
+            GroupedQueryAttention(8, 2, 1, **{name: 5})
+    with pytest.raises(WrongTypeError, match=r"^name must be a str, but got 5$"):
+        dataclasses.replace(CONFIGS["tiny"], name=5)
 
 
 def test_require_fits_counts_the_cached_tokens():

@@ -239,6 +239,9 @@ def test_bad_input():
         rope(x, start=12)
     with pytest.raises(ValueError, match=r"positions -1\.\.3"):
         rope(x, start=-1)
+    for bad in (True, 2.0, "2"):            # True started at 1
+        with pytest.raises(TypeError, match=rf"^start must be an integer, but got {bad!r}$"):
+            rope(x, start=bad)
     with pytest.raises(ValueError, match=r"expected shape \(\.\.\., L, 8\)"):
         rope(torch.randn(2, 5, 6))
     for head_dim in (7, 0, 8.0, True):

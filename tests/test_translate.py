@@ -441,3 +441,11 @@ def test_cli_ctrl_c_while_reading_stdin_ends_without_a_traceback(ckpt, capsys, m
     monkeypatch.setattr(sys, "stdin", Interrupted())
     assert main([ckpt, "--device", "cpu"]) == 130
     assert capsys.readouterr().err == "\n"
+
+
+def test_translator_switches_are_true_or_false(t):
+    """tokens="no" was truthy: the tokens came back spaced."""
+    with pytest.raises(TypeError, match=r"^tokens must be True or False, but got 'no'$"):
+        t("The dog runs.", tokens="no")
+    with pytest.raises(TypeError, match=r"^warn must be True or False, but got 0$"):
+        t.encode("The dog runs.", warn=0)

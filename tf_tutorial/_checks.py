@@ -136,6 +136,19 @@ def require_nonnegative(**values) -> None:
             raise error(f"{name} must be a number >= 0, but got {value!r}")
 
 
+def require_float_dtype(**dtypes) -> None:
+    """检查这些参数都是浮点的 torch.dtype（如位置编码表的类型），否则报出参数名。
+
+    ``require_float_dtype(dtype=torch.int64)`` raises ``WrongTypeError: dtype
+    must be a floating-point torch.dtype, but got torch.int64`` (a table of
+    sines cast to integers would hold only -1, 0 and 1).
+    """
+    for name, value in dtypes.items():
+        if not (isinstance(value, torch.dtype) and value.is_floating_point):
+            raise WrongTypeError(f"{name} must be a floating-point "
+                                 f"torch.dtype, but got {value!r}")
+
+
 def require_positive(**values) -> None:
     """检查这些数都是正数（如 LayerNorm 的 eps），否则报出第一个不合格的参数名。
 

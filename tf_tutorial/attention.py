@@ -20,14 +20,15 @@ import torch
 import torch.nn.functional as F
 
 from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
-                                 require_dropout, require_ids, require_tensors,
-                                 require_token_id)
+                                 require_dropout, require_flags, require_ids,
+                                 require_tensors, require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                   mask, grouped: bool = False, dropout_p: float = 0.0) -> None:
     require_tensors(q=q, k=k, v=v)
     require_dropout(dropout_p, name="dropout_p")
+    require_flags(enable_gqa=grouped)     # fused_attention's argument
     if q.dim() < 2 or k.dim() < 2 or v.dim() < 2:
         raise ValueError(
             f"q, k, v: expected at least 2 dimensions (..., L, d), but got "
@@ -178,7 +179,8 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
         except TypeError:
             n = None
     if isinstance(length, bool) or n is None or n < 1:
-        error = ValueError if isinstance(n, int) else WrongTypeError
+        error = (WrongTypeError if n is None or isinstance(length, bool)
+                 else ValueError)
         raise error(f"length must be a positive integer, but got {length!r}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 

@@ -18,7 +18,7 @@ import torch
 
 from tf_tutorial._checks import (require_fits, require_flags, require_ids,
                                  require_nonnegative, require_sizes,
-                                 require_token_id)
+                                 require_tensors, require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer, require_pair
 
@@ -188,6 +188,8 @@ def length_penalty(length: torch.Tensor, alpha: float) -> torch.Tensor:
     GNMT's lp(Y) = ((5 + |Y|) / 6)^α (Wu et al. 2016), used by the paper with
     α = 0.6.
     """
+    require_tensors(length=length)
+    require_nonnegative(alpha=alpha)
     return ((5.0 + length.float()) / 6.0) ** alpha
 
 
@@ -315,6 +317,8 @@ def strip(ids: torch.Tensor, eos_id: int) -> list[list[int]]:
 
     (B, L) generated ids → one list per sentence, cut before EOS.
     """
+    require_tensors(ids=ids)
+    require_token_id(eos_id=eos_id)   # "2" would cut nothing, True at id 1
     out = []
     for row in ids.tolist():
         out.append(row[:row.index(eos_id)] if eos_id in row else row)

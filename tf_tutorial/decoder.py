@@ -58,6 +58,7 @@ class DecoderCache:
     cross-attention (the memory, projected once)."""
 
     def __init__(self, n_layers: int):
+        require_sizes(n_layers=n_layers)
         self.layers = [(KVCache(), KVCache(static=True))
                        for _ in range(n_layers)]
 

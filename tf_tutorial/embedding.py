@@ -12,7 +12,8 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_counts, require_dropout, require_sizes,
+from tf_tutorial._checks import (require_counts, require_dropout,
+                                 require_float_dtype, require_sizes,
                                  require_tensors, require_width)
 
 
@@ -34,6 +35,7 @@ def positional_encoding(max_len: int, d_model: int,
     partner.
     """
     require_sizes(max_len=max_len)
+    require_float_dtype(dtype=dtype)
     angles = (torch.arange(max_len, dtype=torch.float64)[:, None]
               * _frequencies(d_model))                            # (L, ⌈D/2⌉)
     pe = torch.empty(max_len, d_model, dtype=torch.float64)

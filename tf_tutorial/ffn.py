@@ -58,6 +58,7 @@ def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
     Hidden width that gives SwiGLU the parameters of a 4·D ReLU FFN: 2/3 · 4D,
     rounded up.
     """
+    require_sizes(d_model=d_model, multiple_of=multiple_of)
     hidden = int(2 * 4 * d_model / 3)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 

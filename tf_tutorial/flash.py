@@ -33,7 +33,7 @@ import math
 
 import torch
 
-from tf_tutorial._checks import require_flags, require_sizes
+from tf_tutorial._checks import require_counts, require_flags, require_sizes
 from tf_tutorial.attention import _check_inputs
 
 
@@ -74,6 +74,7 @@ def causal_tiles(length: int, block_size: int) -> int:
     0 … i; the blocks wholly in its future are skipped. (Without the causal
     mask all n² tiles are computed.)
     """
+    require_counts(length=length)
     require_sizes(block_size=block_size)
     n = -(-length // block_size)
     return n * (n + 1) // 2

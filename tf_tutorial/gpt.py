@@ -28,8 +28,8 @@ from tf_tutorial._checks import (WrongTypeError, _is_real, first_weight,
                                  require_config, require_counts, require_fits,
                                  require_flags, require_eps,
                                  require_finite_positive, require_ids,
-                                 require_tensors, require_token_id,
-                                 require_width)
+                                 require_sizes, require_tensors,
+                                 require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
@@ -38,7 +38,7 @@ from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
 from tf_tutorial.model import (_embed, _id_error, _plain_int, check_shape,
-                               plain_ints, require_positive_ints)
+                               plain_ints)
 from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
                                    MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
@@ -48,6 +48,14 @@ from tf_tutorial.rope import RotaryEmbedding
 POSITIONS = ("sinusoidal", "learned", "rope")
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
+
+
+def _require_parts(norm, n_kv_heads) -> None:
+    """The norm's name, and n_kv_heads None or a positive integer."""
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, but got {norm!r}")
+    if n_kv_heads is not None:
+        require_sizes(n_kv_heads=n_kv_heads)
 
 
 @dataclass
@@ -116,11 +124,9 @@ class GPTConfig:
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, "
                              f"but got {self.activation!r}")
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, "
-                             f"but got {self.norm!r}")
+        _require_parts(self.norm, self.n_kv_heads)
         if self.n_kv_heads is not None:
-            require_positive_ints(self, ("n_kv_heads",))
+            plain_ints(self, ("n_kv_heads",))
             if self.n_heads % self.n_kv_heads:
                 raise ValueError(f"n_heads={self.n_heads} is not divisible "
                                  f"by n_kv_heads={self.n_kv_heads}")
@@ -159,6 +165,7 @@ class GPTCache:
     """
 
     def __init__(self, n_layers: int):
+        require_sizes(n_layers=n_layers)
         self.layers = [KVCache() for _ in range(n_layers)]
         # (B, t): which cached positions hold a token that is not <pad>
         self.not_pad: torch.Tensor | None = None
@@ -204,6 +211,7 @@ class GPTBlock(EncoderLayer):
                  activation: str = "relu", eps: float = 1e-5,
                  norm: str = "layer", n_kv_heads: int | None = None,
                  rotary: RotaryEmbedding | None = None):
+        _require_parts(norm, n_kv_heads)     # n_kv_heads=0 is not "None"
         gated = activation == "swiglu"
         grouped = rotary is not None or (n_kv_heads or n_heads) != n_heads
         start = torch.random.get_rng_state()  # chapter 8's attention draws here
@@ -692,11 +700,12 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
     import contextlib
 
     from tf_tutorial.train import (TrainConfig, _progress, autocast_dtype,
-                                   optimizer_and_schedule, pick_device,
-                                   varying_shapes)
+                                   check_limits, optimizer_and_schedule,
+                                   pick_device, varying_shapes)
 
     _require_gpt(model)
     require_config(cfg, TrainConfig, "cfg")
+    check_limits(max_seconds=max_seconds, progress=progress)
     if not pairs:         # an epoch without a batch would loop for ever
         raise ValueError("pairs: expected at least one (English, Chinese) "
                          "pair, but got none")

@@ -95,6 +95,7 @@ class KVCache:
     """
 
     def __init__(self, static: bool = False):
+        require_flags(static=static)
         self.static = static
         self.k: torch.Tensor | None = None  # (B, H, t, d_k)
         self.v: torch.Tensor | None = None
@@ -179,7 +180,7 @@ class MultiHeadAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by "
                              f"n_heads={n_heads}")
         require_dropout(dropout)
-        require_flags(bias=bias)
+        require_flags(bias=bias, fused=fused)
         self.d_model, self.n_heads, self.d_k = (
             d_model, n_heads, d_model // n_heads)
         self.dropout, self.fused = dropout, fused
@@ -303,6 +304,10 @@ class GroupedQueryAttention(nn.Module):
         self.d_model, self.n_heads, self.n_kv_heads = (
             d_model, n_heads, n_kv_heads)
         self.d_k, self.dropout = d_model // n_heads, dropout
+        for name, f in (("rotary", rotary), ("kernel", kernel)):
+            if f is not None and not callable(f):
+                raise TypeError(f"{name} must be None or callable, "
+                                f"but got {type(f).__name__}")
         if getattr(rotary, "head_dim", self.d_k) != self.d_k:
             raise ValueError(f"rotary: expected head_dim {self.d_k} "
                              f"(d_model / n_heads), but got {rotary.head_dim}")

@@ -10,8 +10,9 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_finite_positive, require_flags,
-                                 require_sizes, require_tensors)
+from tf_tutorial._checks import (require_dtype_of, require_finite_positive,
+                                 require_flags, require_sizes,
+                                 require_tensors)
 
 
 class ElmanRNN(nn.Module):
@@ -55,11 +56,13 @@ class ElmanRNN(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.input_size or x.shape[1] == 0:
             raise ValueError(f"x: expected shape (B, L, {self.input_size}) "
                              f"with L >= 1, but got {tuple(x.shape)}")
+        require_dtype_of(x, self.weight_ih)    # float64 x, float32 layer
         B, L, _ = x.shape
         if h0 is None:
             h = x.new_zeros(B, self.hidden_size)                   # (B, D)
         else:
             require_tensors(h0=h0)
+            require_dtype_of(h0, self.weight_hh, "h0")
             if h0.shape != (B, self.hidden_size):
                 raise ValueError(f"h0: expected shape ({B}, {self.hidden_size})"
                                  f", but got {tuple(h0.shape)}")

@@ -42,8 +42,8 @@ import torch
 from torch import nn
 
 from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
-                                 require_finite_positive, require_sizes,
-                                 require_tensors)
+                                 require_finite_positive, require_integers,
+                                 require_sizes, require_tensors)
 
 
 def _require_pairs(name: str, width) -> None:
@@ -215,6 +215,7 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"x: expected shape (..., L, {self.head_dim}), "
                              f"but got {tuple(x.shape)}")
         L = x.shape[-2]
+        require_integers(start=start)         # True would start at 1
         if start < 0 or start + L > self.max_len:
             raise ValueError(f"positions {start}..{start + L - 1} are outside "
                              f"0..{self.max_len - 1} "

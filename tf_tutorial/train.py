@@ -25,11 +25,11 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import (require_config, require_counts,
-                                 require_dropout,
+from tf_tutorial._checks import (WrongTypeError, require_config,
+                                 require_counts, require_dropout,
                                  require_finite_positive, require_flags,
                                  require_integers, require_positive,
-                                 require_sizes)
+                                 require_sizes, require_token_id)
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -69,6 +69,8 @@ class TrainConfig:
     seed: int = 0
 
     def __post_init__(self):
+        if not isinstance(self.name, str):      # printed, saved, compared
+            raise WrongTypeError(f"name must be a str, but got {self.name!r}")
         require_positive_ints(self, ("d_model", "n_heads", "n_layers", "d_ff",
                                      "n_train", "batch_size", "steps",
                                      "warmup", "eval_every"))
@@ -335,11 +337,15 @@ def save_checkpoint(path, **state) -> None:
             tmp.unlink()
 
 
-def checkpoint_path(path) -> Path:
-    """检查点文件的路径：给的是一次运行的文件夹（``--out``）时，取其中的 ``checkpoint.pt``。"""
+def checkpoint_path(path, name: str = "path") -> Path:
+    """检查点文件的路径：给的是一次运行的文件夹（``--out``）时，取其中的 ``checkpoint.pt``。
+
+    ``name``: the argument's name in the error for a path that is not a str
+    or a Path.
+    """
     if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path: expected a file or folder name (str or Path), "
-                        f"but got {type(path).__name__}")
+        raise TypeError(f"{name}: expected a file or folder name (str or "
+                        f"Path), but got {type(path).__name__}")
     path = Path(path)
     return path / "checkpoint.pt" if path.is_dir() else path
 
@@ -467,6 +473,19 @@ def train_step(model, src, tgt, opt, sched, loss_fn, scaler, amp=None,
     return loss.detach()
 
 
+def check_limits(max_steps=None, max_seconds=None, progress=True) -> None:
+    """检查训练的步数上限、时间上限和进度条开关（train 与 train_continuation 共用）。
+
+    ``max_steps`` a positive integer and ``max_seconds`` a positive number
+    (NaN is refused too), each or None; ``progress`` True or False.
+    """
+    if max_steps is not None:
+        require_sizes(max_steps=max_steps)
+    if max_seconds is not None:
+        require_positive(max_seconds=max_seconds)
+    require_flags(progress=progress)
+
+
 def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
                  world: int = 1):
     """无穷无尽地产生训练批次，一个轮次接一个轮次，每个轮次的顺序由种子决定。
@@ -479,6 +498,9 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
     cannot be split over them). The sentences become tensors here, once, before
     the first batch is asked for.
     """
+    require_token_id(pad_id=pad_id)
+    require_counts(skip=skip)        # -1 would never reach 0: no batch, ever
+    require_sizes(world=world)
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
     src_t, tgt_t = ([torch.tensor(s) for s, _ in encoded],
                     [torch.tensor(t) for _, t in encoded])
@@ -579,10 +601,11 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     if on_eval is not None and not callable(on_eval):
         raise TypeError(f"on_eval must be a function (step, model, seconds), "
                         f"but got {type(on_eval).__name__}")
-    if max_steps is not None:
-        require_sizes(max_steps=max_steps)
-    if max_seconds is not None:
-        require_positive(max_seconds=max_seconds)    # NaN is refused too
+    check_limits(max_steps=max_steps, max_seconds=max_seconds,
+                 progress=progress)
+    if not isinstance(compile, (bool, str)):        # 5 would compile
+        raise WrongTypeError(f"compile must be True, False or the name of a "
+                             f"torch.compile backend, but got {compile!r}")
     require_config(cfg, TrainConfig, "cfg")
     if corpus is not None and not isinstance(corpus, Corpus):
         raise TypeError(f"corpus must be a Corpus (from make_corpus) or None, "
@@ -593,7 +616,9 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                          "each would stop at a different step; use --steps")
     if out_dir is not None and rank == 0:    # fail now, not after training
         out_dir = prepare_out_dir(out_dir)
-    state = load_checkpoint(resume, cfg) if resume else None
+    if resume is not None:
+        checkpoint_path(resume, "resume")     # 5 (or 0) is not a file
+    state = load_checkpoint(resume, cfg) if resume is not None else None
     torch.manual_seed(cfg.seed)
     corpus = corpus or make_corpus(cfg.n_train, seed=cfg.seed)
     mcfg = cfg.model_config(corpus)

@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-from tf_tutorial._checks import require_sizes
+from tf_tutorial._checks import require_flags, require_sizes
 from tf_tutorial.corpus.data import TITLE_WORDS, Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
@@ -62,6 +62,7 @@ class Translator:
         Normalise, check the length, and map to source ids ending in EOS; notes
         unknown words.
         """
+        require_flags(warn=warn)
         tokens = normalise(text, self.src_vocab)
         if len(tokens) > self.max_tokens:
             raise ValueError(
@@ -103,6 +104,7 @@ class Translator:
         Translate one sentence (→ str) or a list of them (→ list);
         ``tokens=True`` spaces the tokens.
         """
+        require_flags(tokens=tokens, warn=warn)
         single = isinstance(text, str)
         if not single and not isinstance(text, (list, tuple)):
             raise TypeError("text must be a str or a list of str, but got "

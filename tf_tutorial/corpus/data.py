@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial._checks import require_flags, require_integers, require_sizes
+from tf_tutorial._checks import (WrongTypeError, require_flags, require_integers, require_sizes,
+                                 require_token_id)
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
@@ -40,6 +41,8 @@ class Vocab:
     """
 
     def __init__(self, tokens):
+        if isinstance(tokens, str):    # would be a vocabulary of letters
+            raise TypeError(f"tokens must be a collection of tokens, but got the string {tokens!r}")
         self.itos = list(SPECIALS) + sorted(set(tokens) - set(SPECIALS))
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
@@ -63,6 +66,7 @@ class Vocab:
         if isinstance(tokens, str):    # would be encoded letter by letter
             raise TypeError(f"tokens must be a list of tokens (e.g. {tokens!r}.split()), but got the "
                             f"string {tokens!r}")
+        require_flags(bos=bos, eos=eos)   # bos=2 would add two
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return [self.bos_id] * bos + ids + [self.eos_id] * eos
 
@@ -74,7 +78,7 @@ class Vocab:
         out = []
         for k, i in enumerate(ids.tolist() if torch.is_tensor(ids) else ids):
             if isinstance(i, bool) or not isinstance(i, numbers.Integral):   # True would be BOS
-                raise TypeError(f"ids: expected one sentence's integer token ids, but got {i!r} "
+                raise WrongTypeError(f"ids: expected one sentence's integer token ids, but got {i!r} "
                                 f"at position {k}")
             if i == self.eos_id:
                 break
@@ -403,6 +407,7 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
 
     Lists of ids → (B, L) LongTensor, right-padded with ``pad_id``.
     """
+    require_token_id(pad_id=pad_id)          # True would pad with 1, BOS
     if not len(seqs):
         raise ValueError("seqs is empty: expected at least one list of ids")
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
@@ -412,7 +417,7 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
         row = torch.as_tensor(s)
         if row.is_floating_point() or row.is_complex() or row.dtype == torch.bool:
             # a cast to long would cut 1.7 to 1 without a word
-            raise TypeError(f"seqs[{i}]: expected integer token ids, but got {row.dtype} values")
+            raise WrongTypeError(f"seqs[{i}]: expected integer token ids, but got {row.dtype} values")
         out[i, :len(s)] = row
     return out
 
