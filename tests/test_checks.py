@@ -29,7 +29,7 @@ from tf_tutorial.norm import LayerNorm, RMSNorm
 from tf_tutorial.residual import SublayerConnection
 from tf_tutorial.rnn import ElmanRNN
 from tf_tutorial.rope import rotate
-from tf_tutorial.train import CONFIGS, batch_stream, train
+from tf_tutorial.train import CONFIGS, autocast_dtype, batch_stream, train
 
 D = 12
 ROWS = [[0.0] * D, [1.0] * D]                    # a (2, 12) matrix, as a list
@@ -218,6 +218,14 @@ SCALARS = {
     "train_continuation max_seconds": (lambda v: train_continuation(_gpt(), None, [("a", "b")], CONFIGS["tiny"],
                                                                     max_seconds=v), "60", -1.0,
                                        "max_seconds must be"),
+    # a name from a list: ["relu"] was an "unhashable type" error, 5 a ValueError
+    "PositionwiseFeedForward activation": (lambda v: PositionwiseFeedForward(8, 16, activation=v), ["relu"],
+                                           "swish", "activation must be one of ['gelu', 'relu'], but got"),
+    "GPTConfig positions": (lambda v: GPTConfig(vocab_size=10, positions=v), None, "rotary",
+                            "positions must be one of"),
+    "GPTConfig norm": (lambda v: GPTConfig(vocab_size=10, norm=v), 5, "batch", "norm must be one of"),
+    "autocast_dtype precision": (lambda v: autocast_dtype(torch.device("cpu"), v), 16, "fp8",
+                                 "precision must be one of"),
 }
 
 

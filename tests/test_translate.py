@@ -449,3 +449,10 @@ def test_translator_switches_are_true_or_false(t):
         t("The dog runs.", tokens="no")
     with pytest.raises(TypeError, match=r"^warn must be True or False, but got 0$"):
         t.encode("The dog runs.", warn=0)
+
+
+def test_normalise_and_tokenize_name_a_text_that_is_not_a_str(t):
+    from tf_tutorial.corpus.data import tokenize_en
+    for call in (lambda: normalise(5, t.src_vocab), lambda: tokenize_en(5)):   # tokenize_en: "expected string"
+        with pytest.raises(TypeError, match=r"^text must be a str \(one sentence\), but got int$"):
+            call()

@@ -136,6 +136,19 @@ def require_nonnegative(**values) -> None:
             raise error(f"{name} must be a number >= 0, but got {value!r}")
 
 
+def require_choice(name: str, value, choices) -> None:
+    """检查 ``value`` 是 ``choices`` 里的一个名字（如激活函数 "relu"），否则报出参数名。
+
+    ``require_choice("norm", "rsm", ("layer", "rms"))`` raises ``ValueError:
+    norm must be one of ('layer', 'rms'), but got 'rsm'``; a value that is not
+    a str (5, None, ["relu"]) raises :class:`WrongTypeError`, with the same
+    message.
+    """
+    if not isinstance(value, str) or value not in choices:
+        error = ValueError if isinstance(value, str) else WrongTypeError
+        raise error(f"{name} must be one of {choices}, but got {value!r}")
+
+
 def require_float_dtype(**dtypes) -> None:
     """检查这些参数都是浮点的 torch.dtype（如位置编码表的类型），否则报出参数名。
 

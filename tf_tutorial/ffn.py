@@ -12,7 +12,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial._checks import require_dropout, require_sizes, require_width
+from tf_tutorial._checks import (require_choice, require_dropout,
+                                 require_sizes, require_width)
 
 ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
 
@@ -36,9 +37,7 @@ class PositionwiseFeedForward(nn.Module):
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0,
                  activation: str = "relu"):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of "
-                             f"{sorted(ACTIVATIONS)}, but got {activation!r}")
+        require_choice("activation", activation, sorted(ACTIVATIONS))
         require_sizes(d_model=d_model, d_ff=d_ff)
         require_dropout(dropout)
         self.d_model, self.act = d_model, ACTIVATIONS[activation]

@@ -25,10 +25,10 @@ import torch
 from torch import nn
 
 from tf_tutorial._checks import (WrongTypeError, _is_real, first_weight,
-                                 require_config, require_counts, require_fits,
-                                 require_flags, require_eps,
-                                 require_finite_positive, require_ids,
-                                 require_sizes, require_tensors,
+                                 require_choice, require_config,
+                                 require_counts, require_eps, require_fits,
+                                 require_finite_positive, require_flags,
+                                 require_ids, require_sizes, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -52,8 +52,7 @@ NORMS = ("layer", "rms")
 
 def _require_parts(norm, n_kv_heads) -> None:
     """The norm's name, and n_kv_heads None or a positive integer."""
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}, but got {norm!r}")
+    require_choice("norm", norm, NORMS)
     if n_kv_heads is not None:
         require_sizes(n_kv_heads=n_kv_heads)
 
@@ -118,12 +117,8 @@ class GPTConfig:
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
                              f"but both are {self.pad_id}")
-        if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, "
-                             f"but got {self.positions!r}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, "
-                             f"but got {self.activation!r}")
+        require_choice("positions", self.positions, POSITIONS)
+        require_choice("activation", self.activation, ACTIVATIONS)
         _require_parts(self.norm, self.n_kv_heads)
         if self.n_kv_heads is not None:
             plain_ints(self, ("n_kv_heads",))

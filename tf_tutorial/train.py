@@ -25,11 +25,12 @@ import torch.distributed as dist
 from torch import nn
 from torch.nn.utils.rnn import pad_sequence
 
-from tf_tutorial._checks import (WrongTypeError, require_config,
-                                 require_counts, require_dropout,
-                                 require_finite_positive, require_flags,
-                                 require_integers, require_positive,
-                                 require_sizes, require_token_id)
+from tf_tutorial._checks import (WrongTypeError, require_choice,
+                                 require_config, require_counts,
+                                 require_dropout, require_finite_positive,
+                                 require_flags, require_integers,
+                                 require_positive, require_sizes,
+                                 require_token_id)
 from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
                                      encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
@@ -244,9 +245,7 @@ def autocast_dtype(device: torch.device, precision: str = "auto"):
     ``fp16`` also work on a CPU (slowly): that is how the tests run the GPU's
     code path without a GPU.
     """
-    if precision not in PRECISIONS:
-        raise ValueError(
-            f"precision must be one of {PRECISIONS}, but got {precision!r}")
+    require_choice("precision", precision, PRECISIONS)
     if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
         return None
     if precision == "auto":

@@ -97,6 +97,8 @@ def tokenize_en(text: str) -> list[str]:
     Any other mark (; : — and the like) is a token of its own, so "China;" keeps
     the known word China; a hyphen inside a word stays ("well-known").
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (one sentence), but got {type(text).__name__}")
     return re.findall(r"'s\b|[,.?]|\w+(?:-\w+)*|[^\w\s']", text)
 
 
@@ -244,7 +246,7 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
             not whole (3.5, -5).
     """
     if not isinstance(text, str):
-        raise TypeError(f"expected a sentence as a str, but got {type(text).__name__}")
+        raise TypeError(f"text must be a str (one sentence), but got {type(text).__name__}")
     # a byte-order mark (a Windows editor's first line) is not a word
     given = text.replace("\ufeff", "").strip()
     text = unicodedata.normalize("NFKC", given).translate(_TYPED)
