@@ -7,6 +7,7 @@ own layers raise TypeError there, and so must ours, naming the argument.
 import dataclasses
 import re
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -177,6 +178,7 @@ def test_require_flags_refuses_what_python_would_read_as_true_or_false(value):
     (lambda v: fused_attention(*[torch.ones(1, 2, 3, 4)] * 3, enable_gqa=v), "enable_gqa"),
     (lambda v: Vocab(["i"]).encode(["i"], bos=v), "bos"),
     (lambda v: Vocab(["i"]).encode(["i"], eos=v), "eos"),
+    (lambda v: Vocab(["i"]).encode(["i"], bos=np.bool_(v), eos=v), "eos"),      # np.True_ was accepted, then failed
 ])
 def test_switches_are_refused_unless_true_or_false(call, name):
     """The string "False" is truthy: without the check, norm_first="False" builds a Pre-LN model."""
@@ -253,6 +255,9 @@ def test_the_training_loops_check_their_switches_before_they_start():
         train(CONFIGS["tiny"], progress=False, compile=5)
     with pytest.raises(TypeError, match=r"^resume: expected a file or folder name \(str or Path\), but got int$"):
         train(CONFIGS["tiny"], progress=False, resume=5)
+    for empty in ("", "  "):                                      # was "no resume", or ./checkpoint.pt
+        with pytest.raises(ValueError, match=rf"^resume: expected a file or folder name, but got {empty!r}$"):
+            train(CONFIGS["tiny"], progress=False, resume=empty)
     with pytest.raises(WrongTypeError, match=r"^progress must be True or False, but got None$"):
         train_continuation(_gpt(), None, [("a", "b")], CONFIGS["tiny"], progress=None)
 
@@ -284,6 +289,8 @@ def test_the_rnn_names_an_input_in_another_float_dtype():
         rnn(torch.zeros(2, 5, 3, dtype=torch.float64))
     with pytest.raises(DtypeMismatchError, match=r"^h0: dtype torch.bfloat16 does not match"):
         rnn(torch.zeros(2, 5, 3), torch.zeros(2, 4, dtype=torch.bfloat16))
+    with pytest.raises(DtypeMismatchError, match=r"^x must be floating point, but got dtype torch.int64$"):
+        rnn(torch.zeros(2, 5, 3, dtype=torch.int64))              # not "convert the layer to int64"
     out, h = rnn.double()(torch.zeros(2, 5, 3, dtype=torch.float64))
     assert out.dtype == h.dtype == torch.float64
 

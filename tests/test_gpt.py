@@ -1017,3 +1017,19 @@ def test_ctrl_c_closes_train_continuations_progress_bar(capsys, monkeypatch):
     else:
         pytest.fail("the fake Ctrl-C did not stop the training")
     assert "train[gpt]" in closed and closed.endswith("\n")
+
+
+def test_a_compiled_gpt_with_rope_and_gqa_decodes_from_its_cache_as_the_eager_one():
+    """No test compiled the decoder-only model; its per-step checks (RoPE's start, the cache, the mask) must
+    trace in one graph and give the eager numbers."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=20, d_model=16, n_heads=4, n_kv_heads=2, n_layers=1, d_ff=32, max_len=40,
+                          positions="rope")).eval()
+    step = torch.compile(lambda tokens, cache: model(tokens, cache=cache), backend="eager", fullgraph=True)
+    compiled, eager = model.new_cache(), model.new_cache()
+    tokens = torch.randint(4, 20, (2, 3))
+    with torch.no_grad():
+        for _ in range(4):                                          # the prompt, then one token at a time
+            torch.testing.assert_close(step(tokens, compiled), model(tokens, cache=eager))
+            tokens = torch.randint(4, 20, (2, 1))
+    assert compiled.length == eager.length == 6

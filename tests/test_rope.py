@@ -294,3 +294,18 @@ def test_gpt_config_names_rope_base(base, message):
     with pytest.raises(ValueError, match=f"^rope_base must be {message}$"):
         GPTConfig(11, d_model=16, n_heads=4, n_layers=1, d_ff=32,
                   positions="rope", rope_base=base)
+
+
+def test_a_symbolic_start_from_torch_export_is_accepted():
+    """torch.export (non-strict) hands RoPE the cache length as a torch.SymInt, which is not a numbers.Integral:
+    the start check must let it through, as it did before the check existed."""
+    rope = RotaryEmbedding(8, 64)
+
+    class AfterCache(torch.nn.Module):
+        def forward(self, x, past):
+            return rope(x, past.shape[0])
+
+    x, past = torch.randn(2, 4, 8), torch.zeros(5)
+    program = torch.export.export(AfterCache(), (x, past), strict=False,
+                                  dynamic_shapes=({}, {0: torch.export.Dim("t", min=2, max=50)}))
+    torch.testing.assert_close(program.module()(x, torch.zeros(9)), rope(x, 9))

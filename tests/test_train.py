@@ -859,7 +859,8 @@ def test_resuming_in_another_precision_is_warned_about(corpus, tmp_path, recwarn
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["precision"] == "bf16"
     with pytest.warns(UserWarning, match=r"with another configuration: precision='bf16' \(this run: 'fp32'\); "
                                          "the run does not carry on"):
-        train(TINY, resume=tmp_path, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=4)
+        train(TINY, resume=tmp_path, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=4,
+              precision="fp32")                         # "auto" would be bf16 on a GPU
     assert torch.load(tmp_path / "checkpoint.pt", weights_only=False)["precision"] == "fp32"
     train(TINY, resume=tmp_path, corpus=corpus, progress=False, max_steps=5, precision="fp32")
     assert not [w for w in recwarn if "another configuration" in str(w.message)]

@@ -340,6 +340,9 @@ def require_dtype_of(x: torch.Tensor, weight, name: str = "x") -> None:
     own inputs this way, so the message names the layer's argument, not one
     of an inner layer.
     """
+    if refuses_dtype(x, weight) and not x.is_floating_point():
+        raise DtypeMismatchError(f"{name} must be floating point, "
+                                 f"but got dtype {x.dtype}")
     if refuses_dtype(x, weight):
         raise DtypeMismatchError(
             f"{name}: dtype {x.dtype} does not match the layer's parameters "

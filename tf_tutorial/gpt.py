@@ -206,7 +206,8 @@ class GPTBlock(EncoderLayer):
                  activation: str = "relu", eps: float = 1e-5,
                  norm: str = "layer", n_kv_heads: int | None = None,
                  rotary: RotaryEmbedding | None = None):
-        _require_parts(norm, n_kv_heads)     # n_kv_heads=0 is not "None"
+        # a known norm; n_kv_heads None or >= 1 (0 would read as None below)
+        _require_parts(norm, n_kv_heads)
         gated = activation == "swiglu"
         grouped = rotary is not None or (n_kv_heads or n_heads) != n_heads
         start = torch.random.get_rng_state()  # chapter 8's attention draws here

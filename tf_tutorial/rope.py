@@ -36,6 +36,7 @@ Shape legend: B batch, H heads, L query length, S key length, d_k head width;
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 
 import torch
@@ -48,7 +49,8 @@ from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
 
 def _require_pairs(name: str, width) -> None:
     """The rotated width: a positive even integer (its features pair up)."""
-    integer = isinstance(width, int) and not isinstance(width, bool)
+    integer = (isinstance(width, numbers.Integral)
+               and not isinstance(width, bool))
     if not integer or width < 2 or width % 2:
         raise (ValueError if integer else WrongTypeError)(
             f"{name} must be a positive even integer (pairs), "
@@ -215,7 +217,8 @@ class RotaryEmbedding(nn.Module):
             raise ValueError(f"x: expected shape (..., L, {self.head_dim}), "
                              f"but got {tuple(x.shape)}")
         L = x.shape[-2]
-        require_integers(start=start)         # True would start at 1
+        if not isinstance(start, torch.SymInt):   # torch.export's lengths
+            require_integers(start=start)         # True would start at 1
         if start < 0 or start + L > self.max_len:
             raise ValueError(f"positions {start}..{start + L - 1} are outside "
                              f"0..{self.max_len - 1} "

@@ -345,6 +345,9 @@ def checkpoint_path(path, name: str = "path") -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"{name}: expected a file or folder name (str or "
                         f"Path), but got {type(path).__name__}")
+    if isinstance(path, str) and not path.strip():   # Path("") is "."
+        raise ValueError(f"{name}: expected a file or folder name, but got "
+                         f"{path!r}")
     path = Path(path)
     return path / "checkpoint.pt" if path.is_dir() else path
 

@@ -68,7 +68,7 @@ class Vocab:
                             f"string {tokens!r}")
         require_flags(bos=bos, eos=eos)   # bos=2 would add two
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
-        return [self.bos_id] * bos + ids + [self.eos_id] * eos
+        return [self.bos_id] * bool(bos) + ids + [self.eos_id] * bool(eos)
 
     def decode(self, ids) -> list[str]:
         """把编号换回词元：遇到 EOS 就停，略去 PAD 和 BOS。
@@ -79,7 +79,7 @@ class Vocab:
         for k, i in enumerate(ids.tolist() if torch.is_tensor(ids) else ids):
             if isinstance(i, bool) or not isinstance(i, numbers.Integral):   # True would be BOS
                 raise WrongTypeError(f"ids: expected one sentence's integer token ids, but got {i!r} "
-                                f"at position {k}")
+                                     f"at position {k}")
             if i == self.eos_id:
                 break
             if not 0 <= i < len(self.itos):       # itos[-1] would be a word
