@@ -144,7 +144,7 @@ def test_require_positive_names_the_first_value_that_is_not(value):
                                           ("0.6", WrongTypeError), (None, WrongTypeError), (True, WrongTypeError)])
 def test_require_nonnegative_wants_a_finite_number_from_zero(value, error):
     require_nonnegative(alpha=0, beta=0.6)
-    with pytest.raises(error, match=rf"^alpha must be a number >= 0, but got {re.escape(repr(value))}$"):
+    with pytest.raises(error, match=rf"^alpha must be a finite number >= 0, but got {re.escape(repr(value))}$"):
         require_nonnegative(beta=1, alpha=value)
 
 

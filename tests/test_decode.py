@@ -110,7 +110,7 @@ def test_length_penalty_and_bad_arguments(model, src):
         with pytest.raises(ValueError, match=f"^max_len must be a positive integer, but got {bad}$"):
             greedy_decode(model, src, max_len=bad)
     for bad in ("x", -0.5, float("nan"), None):    # "x" failed only after the whole search
-        with pytest.raises(ValueError, match=f"^alpha must be a number >= 0, but got {bad!r}$"):
+        with pytest.raises(ValueError, match=f"^alpha must be a finite number >= 0, but got {bad!r}$"):
             beam_search(model, src, alpha=bad)
 
 

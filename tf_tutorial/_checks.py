@@ -51,9 +51,9 @@ def require_range(name: str, value, least: int = 1) -> tuple[int, int]:
         low, high = pair
     except (TypeError, ValueError):
         low = high = None
-    error = (ValueError if all(isinstance(v, numbers.Integral)
-                               and not isinstance(v, bool) for v in (low, high))
-             else WrongTypeError)
+    integers = all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
+                   for v in (low, high))
+    error = ValueError if integers else WrongTypeError
     if error is WrongTypeError or not least <= low <= high:
         raise error(f"{name} must be an integer or a pair (low, high) "
                     f"with {least} <= low <= high, but got {value!r}")
@@ -127,13 +127,15 @@ def require_nonnegative(**values) -> None:
     """检查这些数都是有限的非负数（如束搜索的长度惩罚指数），否则报出参数名。
 
     ``require_nonnegative(alpha=-1)`` raises
-    ``ValueError: alpha must be a number >= 0, but got -1``; ``inf`` and NaN
-    are refused too, and a string or a bool raises :class:`WrongTypeError`.
+    ``ValueError: alpha must be a finite number >= 0, but got -1``; ``inf``
+    and NaN are refused too, and a string or a bool raises
+    :class:`WrongTypeError`.
     """
     for name, value in values.items():
         if not (_is_real(value) and 0 <= value < math.inf):
             error = ValueError if _is_real(value) else WrongTypeError
-            raise error(f"{name} must be a number >= 0, but got {value!r}")
+            raise error(f"{name} must be a finite number >= 0, "
+                        f"but got {value!r}")
 
 
 def require_choice(name: str, value, choices) -> None:

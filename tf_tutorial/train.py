@@ -20,6 +20,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch import nn
@@ -605,7 +606,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                         f"but got {type(on_eval).__name__}")
     check_limits(max_steps=max_steps, max_seconds=max_seconds,
                  progress=progress)
-    if not isinstance(compile, (bool, str)):        # 5 would compile
+    if not isinstance(compile, (bool, np.bool_, str)):   # 5 would compile
         raise WrongTypeError(f"compile must be True, False or the name of a "
                              f"torch.compile backend, but got {compile!r}")
     require_config(cfg, TrainConfig, "cfg")
