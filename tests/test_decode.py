@@ -360,11 +360,12 @@ def test_max_len_may_give_each_sentence_its_own_limit(model, src, decode):
             assert (out[i, n:] == 0).all()
     assert decode(model, src, eos_id=-1, max_len=np.int64(5)).shape == (3, 5)   # a NumPy int is an int
     assert decode(model, src, eos_id=-1, max_len=torch.tensor(5)).shape == (3, 5)   # so is a 0-d tensor
-    with pytest.raises(ValueError, match=r"but got shape \(\), dtype torch.float32$"):
+    with pytest.raises(TypeError, match=r"but got shape \(\), dtype torch.float32$"):   # and ValueError
         decode(model, src, max_len=torch.tensor(5.0))
     with pytest.raises(ValueError, match=r"^max_len: expected an int or 3 ints \(one per sentence\), "
-                                         r"but got \[4, 9\]$"):
+                                         r"but got \[4, 9\]$") as caught:
         decode(model, src, max_len=[4, 9])
+    assert not isinstance(caught.value, TypeError)                  # the right type, the wrong count
     with pytest.raises(ValueError, match=r"but got shape \(3,\), dtype torch.float32$"):
         decode(model, src, max_len=torch.tensor([4.0, 9.0, 6.0]))
     with pytest.raises(ValueError, match=r"^max_len must be in \[1, 64\] \(the model's max_len\), "

@@ -516,21 +516,23 @@ def test_a_row_that_finishes_while_another_still_reads_its_prompt():
     assert generate(m, prompt[:0], 2, lengths=[]).shape == (0, 8 + 2)  # an empty batch
 
 
-@pytest.mark.parametrize("lengths, message", [
-    ([4, 4], r"lengths: expected 3 integer\(s\) in \[1, 4\] \(one per prompt row\), but got \[4, 4\]"),
-    ([0, 4, 4], r"expected 3 integer\(s\) in \[1, 4\].*but got \[0, 4, 4\]"),
-    ([5, 4, 4], r"but got \[5, 4, 4\]"),
-    (torch.tensor([1.0, 2.0, 3.0]), r"lengths: expected 3 integer"),
-    (torch.tensor([True, True, True]), r"lengths: expected 3 integer"),
-    (["a", "b", "c"], r"lengths: expected 3 integer.*but got \['a', 'b', 'c'\]"),
-    ([[1], [2, 3], [4]], r"lengths: expected 3 integer"),
-    ([1, None, 2], r"lengths: expected 3 integer"),
-    ([2 ** 70, 1, 1], r"lengths: expected 3 integer"),
-    (3, r"lengths: expected 3 integer.*but got 3$"),
+@pytest.mark.parametrize("lengths, message, wrong_type", [
+    ([4, 4], r"lengths: expected 3 integer\(s\) in \[1, 4\] \(one per prompt row\), but got \[4, 4\]", False),
+    ([0, 4, 4], r"expected 3 integer\(s\) in \[1, 4\].*but got \[0, 4, 4\]", False),
+    ([5, 4, 4], r"but got \[5, 4, 4\]", False),
+    (torch.tensor([1.0, 2.0, 3.0]), r"lengths: expected 3 integer", True),
+    (torch.tensor([True, True, True]), r"lengths: expected 3 integer", True),     # [True] would be 1
+    (["a", "b", "c"], r"lengths: expected 3 integer.*but got \['a', 'b', 'c'\]", True),
+    ([[1], [2, 3], [4]], r"lengths: expected 3 integer", True),
+    ([1, None, 2], r"lengths: expected 3 integer", True),
+    ([2 ** 70, 1, 1], r"lengths: expected 3 integer", True),                     # not an int64
+    (3, r"lengths: expected 3 integer.*but got 3$", True),
 ])
-def test_bad_lengths(prompt, lengths, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_lengths(prompt, lengths, message, wrong_type):
+    """A value of the wrong type is also a TypeError (WrongTypeError); a wrong count or range is a ValueError."""
+    with pytest.raises(ValueError, match=message) as caught:
         generate(_model(), prompt, 2, lengths=lengths)
+    assert isinstance(caught.value, TypeError) == wrong_type
 
 
 @pytest.mark.parametrize("prompt_, n, message", [

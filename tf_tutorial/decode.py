@@ -16,9 +16,10 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import (require_fits, require_flags, require_ids,
-                                 require_nonnegative, require_sizes,
-                                 require_tensors, require_token_id)
+from tf_tutorial._checks import (WrongTypeError, require_fits, require_flags,
+                                 require_ids, require_nonnegative,
+                                 require_sizes, require_tensors,
+                                 require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer, require_pair
 
@@ -101,8 +102,9 @@ def _max_len(model: Transformer, src: torch.Tensor,
             if caps.shape != (B,) or not ints:
                 got = (f"shape {tuple(caps.shape)}, dtype {caps.dtype}"
                        if isinstance(max_len, torch.Tensor) else max_len)
-                raise ValueError(f"max_len: expected an int or {B} ints (one "
-                                 f"per sentence), but got {got}")
+                raise (ValueError if ints else WrongTypeError)(
+                    f"max_len: expected an int or {B} ints (one per "
+                    f"sentence), but got {got}")
         else:
             require_sizes(max_len=max_len)
             caps = torch.full((B,), int(max_len), device=src.device)

@@ -603,17 +603,18 @@ def _prompt_lengths(lengths, B: int, L: int) -> torch.Tensor:
     """``generate`` 的 ``lengths``：检查后成为 (B,) 的整数张量。"""
     if lengths is None:
         return torch.full((B,), L)
-    problem = ValueError(f"lengths: expected {B} integer(s) in [1, {L}] "
-                         f"(one per prompt row), but got {lengths!r}")
+    problem = (f"lengths: expected {B} integer(s) in [1, {L}] (one per "
+               f"prompt row), but got {lengths!r}")
     try:
         ends = torch.as_tensor(lengths, dtype=None if len(lengths) else
                                torch.long)  # [] is an empty batch's lengths
     except (TypeError, ValueError, RuntimeError, OverflowError):
-        raise problem from None
-    if (ends.shape != (B,) or ends.is_floating_point() or ends.is_complex()
-            or ends.dtype == torch.bool
-            or B and not (1 <= int(ends.min()) and int(ends.max()) <= L)):
-        raise problem
+        raise WrongTypeError(problem) from None
+    if ends.is_floating_point() or ends.is_complex() or ends.dtype == torch.bool:
+        raise WrongTypeError(problem)           # [True] would be 1
+    if ends.shape != (B,) or B and not (1 <= int(ends.min())
+                                         and int(ends.max()) <= L):
+        raise ValueError(problem)
     return ends.long()
 
 
