@@ -23,12 +23,25 @@ class WrongTypeError(TypeError, ValueError):
     """
 
 
+def bad_value(right_type: bool, message: str) -> ValueError:
+    """一个参数该报的错：类型对而值不对报 ValueError，类型不对报 WrongTypeError。
+
+    ``raise bad_value(_is_real(eps), "eps must be positive, ...")``: the one
+    place that picks the class, so every check follows the same rule.
+    """
+    return (ValueError if right_type else WrongTypeError)(message)
+
+
+def _is_integer(value) -> bool:
+    """An integer (int, NumPy integer), but not a bool."""
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def _require_ints(values: dict, least: int, what: str) -> None:
     for name, value in values.items():     # NumPy integers are integers
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise WrongTypeError(f"{name} must be {what}, but got {value!r}")
-        if value < least:
-            raise ValueError(f"{name} must be {what}, but got {value!r}")
+        if not _is_integer(value) or value < least:
+            raise bad_value(_is_integer(value),
+                            f"{name} must be {what}, but got {value!r}")
 
 
 def require_sizes(**sizes) -> None:
@@ -51,12 +64,10 @@ def require_range(name: str, value, least: int = 1) -> tuple[int, int]:
         low, high = pair
     except (TypeError, ValueError):
         low = high = None
-    integers = all(isinstance(v, numbers.Integral) and not isinstance(v, bool)
-                   for v in (low, high))
-    error = ValueError if integers else WrongTypeError
-    if error is WrongTypeError or not least <= low <= high:
-        raise error(f"{name} must be an integer or a pair (low, high) "
-                    f"with {least} <= low <= high, but got {value!r}")
+    integers = _is_integer(low) and _is_integer(high)
+    if not integers or not least <= low <= high:
+        raise bad_value(integers, f"{name} must be an integer or a pair (low, "
+                        f"high) with {least} <= low <= high, but got {value!r}")
     return int(low), int(high)
 
 
@@ -69,7 +80,7 @@ def require_token_id(**ids) -> None:
     caller's to check.
     """
     for name, value in ids.items():
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if not _is_integer(value):
             raise WrongTypeError(f"{name} must be an integer token id, "
                                  f"but got {value!r}")
 
@@ -119,8 +130,8 @@ def require_dropout(dropout, name: str = "dropout") -> None:
     or a bool. ``name`` is the argument's name in the message.
     """
     if not (_is_real(dropout) and 0.0 <= dropout < 1.0):
-        error = ValueError if _is_real(dropout) else WrongTypeError
-        raise error(f"{name} must be in [0, 1), but got {dropout!r}")
+        raise bad_value(_is_real(dropout),
+                        f"{name} must be in [0, 1), but got {dropout!r}")
 
 
 def require_nonnegative(**values) -> None:
@@ -133,9 +144,8 @@ def require_nonnegative(**values) -> None:
     """
     for name, value in values.items():
         if not (_is_real(value) and 0 <= value < math.inf):
-            error = ValueError if _is_real(value) else WrongTypeError
-            raise error(f"{name} must be a finite number >= 0, "
-                        f"but got {value!r}")
+            raise bad_value(_is_real(value), f"{name} must be a finite "
+                            f"number >= 0, but got {value!r}")
 
 
 def require_choice(name: str, value, choices) -> None:
@@ -147,8 +157,8 @@ def require_choice(name: str, value, choices) -> None:
     message.
     """
     if not isinstance(value, str) or value not in choices:
-        error = ValueError if isinstance(value, str) else WrongTypeError
-        raise error(f"{name} must be one of {choices}, but got {value!r}")
+        raise bad_value(isinstance(value, str),
+                        f"{name} must be one of {choices}, but got {value!r}")
 
 
 def require_float_dtype(**dtypes) -> None:
@@ -172,8 +182,8 @@ def require_positive(**values) -> None:
     """
     for name, value in values.items():
         if not (_is_real(value) and value > 0):
-            error = ValueError if _is_real(value) else WrongTypeError
-            raise error(f"{name} must be positive, but got {value!r}")
+            raise bad_value(_is_real(value),
+                            f"{name} must be positive, but got {value!r}")
 
 
 def require_finite_positive(**values) -> None:

@@ -19,9 +19,9 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
-                                 require_dropout, require_flags, require_ids,
-                                 require_tensors, require_token_id)
+from tf_tutorial._checks import (bad_value, broadcast_shape, require_dropout,
+                                 require_flags, require_ids, require_tensors,
+                                 require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -179,9 +179,8 @@ def causal_mask(length: int, device=None) -> torch.Tensor:
         except TypeError:
             n = None
     if isinstance(length, bool) or n is None or n < 1:
-        error = (WrongTypeError if n is None or isinstance(length, bool)
-                 else ValueError)
-        raise error(f"length must be a positive integer, but got {length!r}")
+        raise bad_value(n is not None and not isinstance(length, bool),
+                        f"length must be a positive integer, but got {length!r}")
     return torch.ones(n, n, dtype=torch.bool, device=device).tril()
 
 

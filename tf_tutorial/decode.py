@@ -16,7 +16,7 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import (WrongTypeError, require_fits, require_flags,
+from tf_tutorial._checks import (bad_value, require_fits, require_flags,
                                  require_ids, require_nonnegative,
                                  require_sizes, require_tensors,
                                  require_token_id)
@@ -102,7 +102,7 @@ def _max_len(model: Transformer, src: torch.Tensor,
             if caps.shape != (B,) or not ints:
                 got = (f"shape {tuple(caps.shape)}, dtype {caps.dtype}"
                        if isinstance(max_len, torch.Tensor) else max_len)
-                raise (ValueError if ints else WrongTypeError)(
+                raise bad_value(ints,
                     f"max_len: expected an int or {B} ints (one per "
                     f"sentence), but got {got}")
         else:

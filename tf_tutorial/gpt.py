@@ -17,14 +17,14 @@ already in a cache.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (WrongTypeError, _is_real, first_weight,
+from tf_tutorial._checks import (WrongTypeError, _is_integer, _is_real,
+                                 bad_value, first_weight,
                                  require_choice, require_config,
                                  require_counts, require_eps, require_fits,
                                  require_finite_positive, require_flags,
@@ -37,8 +37,7 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import (_embed, _id_error, _plain_int, check_shape,
-                               plain_ints)
+from tf_tutorial.model import _embed, check_shape, plain_ints
 from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
                                    MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
@@ -111,9 +110,9 @@ class GPTConfig:
             value = getattr(self, name)
             if name == "eos_id" and value is None:      # no room for one
                 continue
-            if not _plain_int(value) or not 0 <= value < self.vocab_size:
-                raise _id_error(value)(f"{name}={value!r} is not a valid id "
-                                       f"for vocab_size={self.vocab_size}")
+            if not _is_integer(value) or not 0 <= value < self.vocab_size:
+                raise bad_value(_is_integer(value), f"{name}={value!r} is not "
+                                f"a valid id for vocab_size={self.vocab_size}")
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
                              f"but both are {self.pad_id}")
@@ -379,17 +378,14 @@ def _check_sampling(temperature, top_k, top_p, logits=None,
                              f" but got {tuple(logits.shape)}")
     # NumPy scalars are numbers too; bools and tensors are not
     if not _is_real(temperature) or not (0 <= temperature < math.inf):
-        raise (ValueError if _is_real(temperature) else WrongTypeError)(
-            f"temperature must be a number >= 0 (0: greedy), "
-            f"but got {temperature!r}")
-    integer = (isinstance(top_k, numbers.Integral)
-               and not isinstance(top_k, bool))
-    if top_k is not None and (not integer or top_k < 1):
-        raise (ValueError if integer else WrongTypeError)(
-            f"top_k must be None or an integer >= 1, but got {top_k!r}")
+        raise bad_value(_is_real(temperature), "temperature must be a number "
+                        f">= 0 (0: greedy), but got {temperature!r}")
+    if top_k is not None and (not _is_integer(top_k) or top_k < 1):
+        raise bad_value(_is_integer(top_k), "top_k must be None or an "
+                        f"integer >= 1, but got {top_k!r}")
     if top_p is not None and (not _is_real(top_p) or not 0 < top_p <= 1):
-        raise (ValueError if _is_real(top_p) else WrongTypeError)(
-            f"top_p must be None or in (0, 1], but got {top_p!r}")
+        raise bad_value(_is_real(top_p),
+                        f"top_p must be None or in (0, 1], but got {top_p!r}")
 
 
 def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,

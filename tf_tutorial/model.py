@@ -7,14 +7,13 @@ V vocabulary size.
 """
 from __future__ import annotations
 
-import numbers
 
 from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (WrongTypeError, require_config,
+from tf_tutorial._checks import (_is_integer, bad_value, require_config,
                                  require_dropout, require_fits, require_flags,
                                  require_ids, require_sizes)
 from tf_tutorial.attention import causal_mask, padding_mask
@@ -41,18 +40,8 @@ def plain_ints(config, names) -> None:
     """
     for name in names:
         value = getattr(config, name)
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        if _is_integer(value):
             object.__setattr__(config, name, int(value))
-
-
-def _plain_int(value) -> bool:
-    """An int, not a bool (after :func:`plain_ints`)."""
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _id_error(value) -> type:
-    """The error for a bad token id: of the wrong type, or out of range."""
-    return ValueError if _plain_int(value) else WrongTypeError
 
 
 def check_shape(config, sizes) -> None:
@@ -113,10 +102,10 @@ class TransformerConfig:
         defaults = [name for name in ("bos_id", "eos_id")
                     if getattr(self, name) is None]
         plain_ints(self, ("pad_id", "bos_id", "eos_id"))
-        if (not _plain_int(self.pad_id)
+        if (not _is_integer(self.pad_id)
                 or not 0 <= self.pad_id < min(self.src_vocab_size,
                                               self.tgt_vocab_size)):
-            raise _id_error(self.pad_id)(
+            raise bad_value(_is_integer(self.pad_id),
                 f"pad_id={self.pad_id!r} is not a valid id for vocabularies "
                 f"of size {self.src_vocab_size} and {self.tgt_vocab_size}")
         for name, usual in (("bos_id", 1), ("eos_id", 2)):
@@ -125,9 +114,10 @@ class TransformerConfig:
                                    usual if usual != self.pad_id else 0)
         for name in ("bos_id", "eos_id"):
             value = getattr(self, name)
-            if (not _plain_int(value) or not 0 <= value < self.tgt_vocab_size
+            if (not _is_integer(value) or not 0 <= value < self.tgt_vocab_size
                     or value == self.pad_id):
-                raise _id_error(value)(
+                raise bad_value(
+                    _is_integer(value),
                     f"{name}={value!r} must be an id of the target vocabulary "
                     f"(size {self.tgt_vocab_size}) other than "
                     f"pad_id={self.pad_id}"

@@ -36,25 +36,22 @@ Shape legend: B batch, H heads, L query length, S key length, d_k head width;
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Sequence
 
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (WrongTypeError, broadcast_shape,
+from tf_tutorial._checks import (WrongTypeError, _is_integer, bad_value,
+                                 broadcast_shape,
                                  require_finite_positive, require_integers,
                                  require_sizes, require_tensors)
 
 
 def _require_pairs(name: str, width) -> None:
     """The rotated width: a positive even integer (its features pair up)."""
-    integer = (isinstance(width, numbers.Integral)
-               and not isinstance(width, bool))
-    if not integer or width < 2 or width % 2:
-        raise (ValueError if integer else WrongTypeError)(
-            f"{name} must be a positive even integer (pairs), "
-            f"but got {width!r}")
+    if not _is_integer(width) or width < 2 or width % 2:
+        raise bad_value(_is_integer(width), f"{name} must be a positive even "
+                        f"integer (pairs), but got {width!r}")
 
 
 def _thetas(dim: int, base: float, device=None) -> torch.Tensor:

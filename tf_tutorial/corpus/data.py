@@ -8,7 +8,6 @@ Shape legend: B batch, S source length, T target length (with BOS and EOS).
 from __future__ import annotations
 
 import functools
-import numbers
 import random
 import re
 import unicodedata
@@ -16,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial._checks import (WrongTypeError, require_flags, require_integers, require_sizes,
+from tf_tutorial._checks import (WrongTypeError, _is_integer, require_flags, require_integers, require_sizes,
                                  require_token_id)
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
@@ -77,7 +76,7 @@ class Vocab:
         """
         out = []
         for k, i in enumerate(ids.tolist() if torch.is_tensor(ids) else ids):
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):   # True would be BOS
+            if not _is_integer(i):                          # True would be BOS
                 raise WrongTypeError(f"ids: expected one sentence's integer token ids, but got {i!r} "
                                      f"at position {k}")
             if i == self.eos_id:
