@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from tf_tutorial.decode import (attention_maps, beam_search, decode_step, greedy_decode, length_penalty, log_prob,
-                                strip, translate)
+                                strip, top_k_mask, translate)
 from tf_tutorial.corpus.data import Vocab
 from tf_tutorial.model import Transformer, TransformerConfig
 
@@ -40,6 +40,37 @@ def test_cache_gives_the_same_tokens_as_recomputation(model, src):
 
 def test_beam_of_one_is_greedy(model, src):
     assert torch.equal(beam_search(model, src, beam_size=1, max_len=12), greedy_decode(model, src, max_len=12))
+
+
+def test_top_k_mask_takes_the_k_largest_and_of_equal_values_the_first():
+    """Against a stable descending sort, on small integers (many ties) with -inf among them."""
+    g = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        n = int(torch.randint(1, 30, (1,), generator=g))
+        k = int(torch.randint(1, n + 1, (1,), generator=g))
+        x = torch.randint(-3, 3, (2, 3, n), generator=g).float()
+        x[x == -3] = float("-inf")
+        expected = torch.zeros_like(x, dtype=torch.bool).scatter(
+            -1, x.sort(dim=-1, descending=True, stable=True).indices[..., :k], True)
+        assert torch.equal(top_k_mask(x, k), expected), (x, k)
+    assert top_k_mask(torch.tensor([2.0, 5.0, 5.0, 5.0, 1.0]), 2).tolist() == [False, True, True, False, False]
+
+
+@pytest.mark.parametrize("tied", ["all", "some"])
+def test_beam_of_one_is_greedy_when_scores_tie(src, tied):
+    """Equal scores go to the lowest id in both searches, as argmax takes (topk's order among ties is arbitrary)."""
+    torch.manual_seed(5)
+    m = Transformer(TransformerConfig(31, 27, d_model=24, n_heads=3, n_layers=2, d_ff=40, dropout=0.0,
+                                      max_len=64, tie_output=False)).double().eval()
+    with torch.no_grad():
+        m.out.weight.zero_()
+        if tied == "some":     # ids 9..20 share one row: they tie with each other, not with the rest
+            m.out.weight[9:21] = torch.randn(24, dtype=torch.float64)
+    greedy = greedy_decode(m, src, max_len=8)
+    assert torch.equal(beam_search(m, src, beam_size=1, max_len=8), greedy)
+    assert torch.equal(beam_search(m, src, beam_size=1, max_len=8, use_cache=False), greedy)
+    if tied == "all":
+        assert greedy.tolist() == [[EOS]] * 3                 # the first id it may emit
 
 
 @pytest.mark.parametrize("use_cache", [True, False])

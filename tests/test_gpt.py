@@ -273,6 +273,17 @@ def test_top_k_keeps_exactly_k_even_with_ties():
     assert ((p > 0).sum(-1) == 2).all()
     assert torch.allclose(p.sum(-1), torch.ones(2))
     assert p[1, 0] > 0 and p[1, 4] == 0 and p[0, 3] == 0
+    assert (p > 0).nonzero().tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]     # of equals, the first
+
+
+def test_ties_go_to_the_first_token_as_argmax_takes():
+    """sampling_probs is the distribution sample draws from, also when logits tie (topk orders ties arbitrarily)."""
+    for z in (torch.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, 2.0, 2.0, 2.0]]), torch.tensor([0.0] + [5.0] * 40)):
+        first = z.argmax(-1)
+        assert torch.equal(sample(z, top_k=1), first)
+        one_hot = torch.nn.functional.one_hot(first, z.shape[-1]).float()
+        for kw in (dict(top_k=1), dict(top_p=1e-6), dict(top_k=3, top_p=1e-6)):
+            assert torch.equal(sampling_probs(z, **kw), one_hot), kw
 
 
 @pytest.mark.parametrize("T", [0.3, 1.0, 2.5])

@@ -125,6 +125,24 @@ def test_each_norm_keeps_its_own_eps(kind):
     torch.testing.assert_close(from_torch(ref)(*args), ref(*args))
 
 
+@pytest.mark.parametrize("kind, site", [("encoder", "dropout"), ("encoder", "dropout1"), ("encoder", "dropout2"),
+                                        ("decoder", "dropout"), ("decoder", "dropout1"), ("decoder", "dropout2"),
+                                        ("decoder", "dropout3")])
+def test_each_dropout_site_keeps_its_own_p(kind, site):
+    """p = 1 at one site and 0 elsewhere drops exactly that sub-layer (or the FFN's hidden layer): deterministic
+    in training mode, so ours must compute torch's output, which it can only do by dropping the same site."""
+    ref = (nn.TransformerEncoderLayer if kind == "encoder" else nn.TransformerDecoderLayer)(
+        8, 2, 16, dropout=0.0, batch_first=True).train()
+    getattr(ref, site).p = 1.0                            # set after construction
+    x, memory = torch.randn(2, 3, 8), torch.randn(2, 4, 8)
+    args = (x,) if kind == "encoder" else (x, memory)
+    ours = from_torch(ref)
+    assert sorted(mod.p for mod in ours.modules() if isinstance(mod, nn.Dropout)) == [0.0] * (
+        2 if kind == "encoder" else 3) + [1.0]
+    torch.testing.assert_close(ours(*args), ref(*args))
+    assert not torch.allclose(ours(*args), from_torch(ref.eval())(*args))   # the dropped site mattered
+
+
 @pytest.mark.parametrize("relu", [torch.relu, torch.nn.functional.relu, nn.ReLU(), "relu"])
 def test_every_way_of_writing_relu_converts(relu):
     torch.manual_seed(5)

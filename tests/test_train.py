@@ -40,6 +40,8 @@ def test_device_and_precision_choice():
     assert autocast_dtype(torch.device("cpu")) is None
     assert autocast_dtype(torch.device("cpu"), "bf16") is torch.bfloat16      # asked for: the GPU path on a CPU
     assert autocast_dtype(torch.device("cpu"), "fp16") is torch.float16
+    assert autocast_dtype("cpu", "bf16") is torch.bfloat16    # a device name
+    assert autocast_dtype("cpu") is None
     with pytest.raises(ValueError, match="precision must be one of"):
         autocast_dtype(torch.device("cpu"), "fp8")
     if not torch.cuda.is_available():
@@ -922,6 +924,7 @@ def test_auto_precision_on_a_gpu_takes_bf16_where_the_gpu_has_it(monkeypatch, bf
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", supported)
     assert autocast_dtype(torch.device("cuda"), "auto") is expected
     assert asked == [False]                        # emulated bf16 (slow on a T4) does not count
+    assert autocast_dtype("cuda", "auto") is expected          # a device name
     assert autocast_dtype(torch.device("cpu"), "auto") is None
     assert autocast_dtype(torch.device("cuda"), "fp32") is None
 

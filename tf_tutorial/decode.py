@@ -46,6 +46,21 @@ def _never_emit(logits: torch.Tensor, *ids: int) -> torch.Tensor:
     return logits
 
 
+def top_k_mask(x: torch.Tensor, k: int) -> torch.Tensor:
+    """每行最大的 k 个值的位置；值相同时编号小的优先，和 ``argmax`` 一样。
+
+    True at the ``k`` largest values of each row (last dim) of ``x``, exactly
+    ``k`` of them; of equal values the lower indices, as ``argmax`` takes.
+    ``x.topk(k)`` alone leaves that choice unspecified, so a beam of one
+    could leave greedy's path where two scores tie, and ``top_k=1`` keep
+    another token than greedy takes (chapter 11). No sort, no device sync.
+    """
+    kth = x.topk(k, dim=-1).values[..., -1:]           # k-th largest (..., 1)
+    at = x == kth
+    room = k - (x > kth).sum(-1, keepdim=True)         # places left for ties
+    return (x > kth) | (at & (at.cumsum(-1) <= room))
+
+
 def _in_eval_mode(fn):
     """Run ``fn(model, ...)`` in eval mode (no dropout), then restore the
     caller's mode."""
@@ -250,7 +265,9 @@ def beam_search(model: Transformer, src: torch.Tensor,
         logp[done] = float("-inf")
         logp[done, pad] = 0.0    # a finished beam carries on unchanged
         cand = (scores.view(B * k, 1) + logp).view(B, k * V)
-        scores, idx = cand.topk(k, dim=-1)                  # (B, k)
+        # the k best; of equal scores the first, as argmax (greedy) takes
+        scores, idx = cand.masked_fill(~top_k_mask(cand, k),
+                                       float("-inf")).topk(k, dim=-1)
         # each survivor's parent, as a row of ys: (B·k,)
         beam = (idx // V + torch.arange(B, device=dev)[:, None] * k).view(-1)
         tok = (idx % V).view(-1)

@@ -32,6 +32,7 @@ from tf_tutorial._checks import (WrongTypeError, _is_integer, _is_real,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
+from tf_tutorial.decode import top_k_mask
 from tf_tutorial.embedding import (LearnedPositionalEncoding,
                                    SinusoidalPositionalEncoding, TokenEmbedding)
 from tf_tutorial.embedding import _PositionalBase
@@ -411,12 +412,11 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     certain = torch.where(z == math.inf, 0.0, -math.inf)   # rows with a +inf
     z = torch.where(top == math.inf, certain, z - top) / t
     if top_k is not None and top_k < z.shape[-1]:
-        values, index = z.topk(top_k, dim=-1)
-        # exactly k tokens survive
-        z = torch.full_like(z, float("-inf")).scatter(-1, index, values)
+        # exactly k tokens survive; of equal ones the first, as argmax takes
+        z = z.masked_fill(~top_k_mask(z, top_k), float("-inf"))
     p = torch.softmax(z, dim=-1)
     if top_p is not None and top_p < 1:
-        sorted_p, index = p.sort(dim=-1, descending=True)
+        sorted_p, index = p.sort(dim=-1, descending=True, stable=True)
         # mass of the more likely tokens
         before = sorted_p.cumsum(-1) - sorted_p
         # the nucleus already had p without it; a few ulps of slack, so that

@@ -191,6 +191,13 @@ def _copy_linear_norm(pairs) -> None:
                 mine.eps = theirs.eps
 
 
+def _copy_dropout(pairs) -> None:
+    """Each dropout site takes torch's own p: its constructor sets them all
+    alike, but each may have been changed after (as a norm's ε may)."""
+    for mine, theirs in pairs:
+        mine.p = theirs.p
+
+
 def _layer_kwargs(m: nn.Module) -> dict:
     """Our layer's constructor arguments, read off a torch encoder or decoder
     layer."""
@@ -198,7 +205,7 @@ def _layer_kwargs(m: nn.Module) -> dict:
         raise ValueError(f"from_torch({type(m).__name__}): expected "
                          "batch_first=True, but got False")
     return dict(d_model=m.self_attn.embed_dim, n_heads=m.self_attn.num_heads,
-                d_ff=m.linear1.out_features, dropout=m.dropout.p,
+                d_ff=m.linear1.out_features,   # dropout: _copy_dropout
                 norm_first=m.norm_first, activation=_activation_name(m),
                 eps=m.norm1.eps)
 
@@ -213,6 +220,9 @@ def convert_encoder_layer(m: nn.TransformerEncoderLayer) -> nn.Module:
     _copy_linear_norm([(ours.ffn.w1, m.linear1), (ours.ffn.w2, m.linear2),
                        (ours.attn_block.norm, m.norm1),
                        (ours.ffn_block.norm, m.norm2)])
+    _copy_dropout([(ours.attn_block.dropout, m.dropout1),
+                   (ours.ffn.dropout, m.dropout),
+                   (ours.ffn_block.dropout, m.dropout2)])
     return ours
 
 
@@ -228,6 +238,10 @@ def convert_decoder_layer(m: nn.TransformerDecoderLayer) -> nn.Module:
                        (ours.self_block.norm, m.norm1),
                        (ours.cross_block.norm, m.norm2),
                        (ours.ffn_block.norm, m.norm3)])
+    _copy_dropout([(ours.self_block.dropout, m.dropout1),
+                   (ours.cross_block.dropout, m.dropout2),
+                   (ours.ffn.dropout, m.dropout),
+                   (ours.ffn_block.dropout, m.dropout3)])
     return ours
 
 

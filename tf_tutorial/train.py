@@ -236,7 +236,7 @@ PRECISION_NAMES = {None: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
 a checkpoint and in results.json)."""
 
 
-def autocast_dtype(device: torch.device, precision: str = "auto"):
+def autocast_dtype(device: torch.device | str, precision: str = "auto"):
     """选择混合精度用的 16 位类型；用纯 float32 时返回 ``None``。
 
     The 16-bit type for mixed precision, or ``None`` for plain float32.
@@ -247,6 +247,7 @@ def autocast_dtype(device: torch.device, precision: str = "auto"):
     code path without a GPU.
     """
     require_choice("precision", precision, PRECISIONS)
+    device = torch.device(device)           # "cuda" works as well
     if precision == "fp32" or (precision == "auto" and device.type != "cuda"):
         return None
     if precision == "auto":
