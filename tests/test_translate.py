@@ -105,6 +105,15 @@ def test_every_test_sentence_normalises_to_itself(ckpt):
         assert normalise(typed[0].upper() + typed[1:], corpus.src_vocab) == en, typed
 
 
+def test_he_s_after_a_title_is_the_surname_he_with_a_possessive():
+    """he's → he is, but the surname He (何) takes a possessive: Professor He's book is 何 教授 的 书."""
+    from tf_tutorial.corpus.data import make_corpus
+    vocab = make_corpus(20_000, seed=1).src_vocab
+    assert normalise("He's reading.", vocab) == ["he", "is", "reading", "."]
+    for title in ("Professor", "Mr", "Mr.", "dr"):
+        assert normalise(f"We want {title} He's book.", vocab)[2:5] == [title.strip(".").capitalize(), "He", "'s"]
+
+
 def test_normalise_reads_full_width_punctuation_and_digits(t):
     """A Chinese input method types 。，？！ and full-width digits: "China。" was an unknown word."""
     v = t.src_vocab
