@@ -9,7 +9,7 @@ import torch
 from conftest import committed_record
 from tf_tutorial.book.records import corpus_version
 from tf_tutorial.corpus.data import (CORPUS_VERSION, MAX_TRAIN_LEN, Vocab, batch_indices, batches, encode_pairs,
-                                     make_corpus, pad, tokenize_en)
+                                     make_corpus, same_sentences, pad, tokenize_en)
 from tf_tutorial.corpus.grammar import Grammar
 
 
@@ -39,12 +39,20 @@ def test_longer_split_is_longer_but_not_deeper(corpus):
 def test_deeper_split_is_deeper_but_not_longer(corpus):
     relatives = lambda en: sum(w in ("that", "who") for w in en[1:])          # noqa: E731
     assert min(relatives(en) for en, _ in corpus.deeper) >= 3
-    train_max = max(len(en) for en, _ in corpus.train)
-    assert train_max < MAX_TRAIN_LEN                       # this small split stops short of the limit,
-    assert max(len(en) for en, _ in corpus.deeper) <= train_max   # and the deeper split with it
-    assert max(len(zh) for _, zh in corpus.deeper) <= max(len(zh) for _, zh in corpus.train)
+    small = make_corpus(n_train=1000, n_valid=50, n_test=50, n_longer=10, n_deeper=10, seed=4)
+    for c in (corpus, small):
+        train_max = max(len(en) for en, _ in c.train)
+        assert max(len(en) for en, _ in c.deeper) <= train_max
+        assert max(len(zh) for _, zh in c.deeper) <= max(len(zh) for _, zh in c.train)
+    assert train_max < MAX_TRAIN_LEN        # the small one stops short of the limit, and its deeper split with it
     s = corpus.summary()
     assert s["deeper"]["mean_en_len"] > s["train"]["mean_en_len"]        # deeper sentences are not short
+
+
+def test_same_sentences_says_which_versions_draw_alike():
+    # version 2 changed only some Chinese words; version 3 changed what the grammar draws
+    assert same_sentences(1, 2) and same_sentences(2, 1) and same_sentences(3, 3)
+    assert not same_sentences(2, 3) and not same_sentences(1, CORPUS_VERSION) and not same_sentences(3, 1)
 
 
 def test_corpus_is_deterministic_from_seed(corpus):
@@ -60,10 +68,11 @@ def test_the_sentences_are_those_the_records_were_measured_on(corpus):
     # (2026-12-05: the deeper split's English limit became the training split's own longest; this
     # small split's changed, while the records' corpora, 100,000 and 300,000 pairs, reach 40 and
     # keep theirs. On 2026-12-05, CORPUS_VERSION 2 corrected the Chinese of some words and phrases:
-    # the records were taken again, apart from the GPU record, which chapters 10 and 11 label.)
+    # the records were taken again, apart from the GPU record, which chapters 10 and 11 label.
+    # On 2026-12-07, CORPUS_VERSION 3 corrected words, counts and numbers; its draws differ.)
     text = json.dumps(list(corpus.splits().values()), ensure_ascii=False)
     assert hashlib.sha256(text.encode()).hexdigest() == (
-        "d93b2d963cbe79630e6247f2468de98fc3efcba2b1ff2ad6b1ccf73830b87221")
+        "931c34c310fbe5bd924977bf4693bb24e457a1d4dbfca3415479051069fa5dcd")
 
 
 def test_the_records_name_the_corpus_they_were_trained_on():
@@ -177,7 +186,7 @@ def test_corpus_version_reads_a_records_grammar_version():
 
 def test_a_deeper_split_too_large_for_a_small_corpus_says_why():
     # the error named only the count; the cause is the training split's short maximum length
-    corpus = make_corpus(n_train=100, n_valid=5, n_test=5, n_longer=10, n_deeper=10)
+    corpus = make_corpus(n_train=20, n_valid=5, n_test=5, n_longer=10, n_deeper=10)
     with pytest.raises(ValueError, match=r"asked for 10 \(the deeper split stays within the training split's "
                                          r"lengths, \d+ English and \d+ Chinese tokens here: a larger n_train"):
         corpus.deeper

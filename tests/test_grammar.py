@@ -11,11 +11,11 @@ from tf_tutorial.corpus.grammar import (ADJECTIVES, NOUNS, PLACES, TIMES, TOPICS
 
 @pytest.mark.parametrize("n, en, zh", [
     (1, "one", "一"), (2, "two", "二"), (10, "ten", "十"), (15, "fifteen", "十五"),
-    (110, "one hundred and ten", "一百一十"), (1005, "one thousand five", "一千零五"),
-    (10050, "ten thousand fifty", "一万零五十"), (100000, "one hundred thousand", "十万"),
+    (110, "one hundred and ten", "一百一十"), (1005, "one thousand and five", "一千零五"),
+    (10050, "ten thousand and fifty", "一万零五十"), (100000, "one hundred thousand", "十万"),
     (305000, "three hundred and five thousand", "三十万五千"),
     (1150000, "one million one hundred and fifty thousand", "一百一十五万"),
-    (100000005, "one hundred million five", "一亿零五"),
+    (100000005, "one hundred million and five", "一亿零五"),
     (100100000, "one hundred million one hundred thousand", "一亿零一十万"),
     (120000000, "one hundred and twenty million", "一亿二千万"),
     # a leading 2 reads 两 before 千, 万 and 亿, and 二 elsewhere
@@ -23,6 +23,8 @@ from tf_tutorial.corpus.grammar import (ADJECTIVES, NOUNS, PLACES, TIMES, TOPICS
     (2500, "two thousand five hundred", "两千五百"), (200, "two hundred", "二百"),
     (12000, "twelve thousand", "一万二千"), (22, "twenty two", "二十二"),
     (220000000, "two hundred and twenty million", "两亿二千万"),
+    # the British "and" before a last part below a hundred, and only there
+    (1100, "one thousand one hundred", "一千一百"), (1005000, "one million five thousand", "一百万五千"),
 ])
 def test_numbers_are_regrouped_into_wan_and_yi(n, en, zh):
     assert " ".join(number_en(n)) == en
@@ -110,20 +112,75 @@ def test_words_a_chinese_reader_would_correct():
     check(place_phrase(render_np(noun("island"), adj=find(ADJECTIVES, "small"))), "on the small island", "在 小 岛 上")
     check(place_phrase(render_np(noun("forest"), "this")), "in this forest", "在 这 片 森林 里")
     check(place_phrase(render_np(noun("hospital"))), "at the hospital", "在 医院")
+    # corpus version 3, from an outside reading of the generated sentences: 一 串 葡萄 is a bunch of
+    # grapes and 一 块 披萨 a slice of pizza
+    check(render_np(noun("grape"), "a"), "a grape", "一 颗 葡萄")
+    check(render_np(noun("pizza"), "num", n=3), "three pizzas", "三 个 披萨")
+
+
+def test_mass_and_plural_only_nouns_are_never_counted(sample):
+    """No "a rice", "three breads", "a scissors", "how many rices": a mass noun (m) stays singular and
+    uncounted, a plural-only one (p) plural; both come with the, this/these or a possessive."""
+    mass = {n.en for n in NOUNS if n.number == "m"}
+    plural_only = {n.en for n in NOUNS if n.number == "p"}
+    assert {"rice", "bread"} <= mass and {"scissors", "noodles"} <= plural_only
+    counters = set(g.ONES[1:]) | set(g.TENS[2:]) | {"a", "an", "many", "hundred", "thousand", "million"}
+    seen = {"mass": 0, "plural": 0}
+    for en, zh, _ in sample:
+        for i, w in enumerate(en):
+            before = en[i - 2:i]           # "a rice", "three red breads"
+            if w in mass or w in {g._plural(m) for m in mass}:
+                assert w in mass and not counters & set(before) and en[i - 1] != "this", " ".join(en)
+                seen["mass"] += 1
+            if w in plural_only:
+                assert not counters & set(before) and en[i - 1] != "this", " ".join(en)
+                if i + 1 < len(en) and en[i + 1] in ("is", "are", "was", "were"):
+                    assert en[i + 1] in ("are", "were"), " ".join(en)
+                seen["plural"] += 1
+    assert min(seen.values()) > 50, seen
+    check(render_np(noun("scissors"), "this", plural=True), "these scissors", "这些 剪刀")
+
+
+def test_nobody_does_something_to_themselves_without_a_reflexive(sample):
+    """The grammar has no "myself": "I helped me" and "we meet us" are not English, so an object that is the
+    subject is drawn again; "he helped him" (two people) stays."""
+    first = {"I", "me", "we", "us"}
+    kept = 0
+    for en, _, _ in sample:
+        if en[0] in ("I", "we") and en[1] not in ("will", "did", "do", "does", "am", "are"):
+            assert en[2] not in first, " ".join(en)           # I helped me / we met us
+        kept += en[0] == "he" and en[2:3] == ["him"]
+    assert kept > 0
+    assert g.same_person(pronoun("I"), pronoun("we", "obj")) and not g.same_person(pronoun("he"), pronoun("he", "obj"))
+    assert not g.same_person(pronoun("I"), render_np(noun("dog"), "poss", owner="I"))     # I fed my dog
+
+
+def test_man_takes_no_adjective_and_nobody_calls(sample):
+    """大 人 is an adult, 小 人 a villain, 高 人 a master: 人 (man) takes no adjective. And "he calls Tom" read
+    as 他 叫 汤姆, "his name is Tom", so the verb call is gone."""
+    for en, zh, _ in sample:
+        for i, w in enumerate(zh[1:], 1):
+            if w == "人":
+                assert zh[i - 1] not in {a[2][0] for a in ADJECTIVES} | {"老", "矮"}, " ".join(zh)
+        assert "call" not in en and "calls" not in en and "called" not in en, " ".join(en)
 
 
 def test_there_is_puts_the_place_word_of_the_noun():
-    """there is a cat in the park → 公园 里 有; on the island → 岛 上 有 (lexicon.PLACE_WORDS)."""
+    """there is a cat in the park → 公园 里 有; on the island → 岛 上 有; in the square → 广场 上 有, as
+    place_phrase says 在 广场 上 (lexicon.PLACE_WORDS)."""
     on = {w for n in NOUNS if g.PLACE_WORDS.get(n.en, ("in",))[0] == "on" for w in (n.en, n.en_plural)}
     assert {"island", "mountains"} <= on and "park" not in on
-    there, said = Grammar(random.Random(8)), {"in": 0, "on": 0}
+    there, said = Grammar(random.Random(8)), {"in": 0, "on": 0, "square": 0}
     for _ in range(3000):
         p = there.there_is(0)
         prep = "on" if "on" in p.en else "in"
-        assert p.zh[p.zh.index("有") - 1] == {"in": "里", "on": "上"}[prep], " ".join(p.en)
+        square = p.en[-1] in ("square", "squares")
+        assert p.zh[p.zh.index("有") - 1] == ("上" if square else {"in": "里", "on": "上"}[prep]), " ".join(p.en)
         assert (prep == "on") == (p.en[-1] in on), " ".join(p.en)
         said[prep] += 1
-    assert min(said.values()) > 20, said
+        said["square"] += square
+    assert min(said.values()) > 5, said
+    assert place_phrase(render_np(noun("square"))).zh == ["在", "广场", "上"]
 
 
 def test_and_between_clauses_is_a_comma():

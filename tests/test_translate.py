@@ -27,7 +27,7 @@ def ckpt(tmp_path_factory):
     out = tmp_path_factory.mktemp("run")
     corpus = make_corpus(n_train=1500, n_valid=50, n_test=20, n_longer=2, n_deeper=2, seed=0)
     # 30 steps: with 20, the model of corpus version 2 wrote <eos> first for every candidate below
-    train(dataclasses.replace(CONFIGS["tiny"], steps=30, n_train=1500), out_dir=out, corpus=corpus, progress=False)
+    train(dataclasses.replace(CONFIGS["tiny"], steps=40, n_train=1500), out_dir=out, corpus=corpus, progress=False)
     return str(out / "checkpoint.pt")
 
 
@@ -99,7 +99,7 @@ def test_a_number_that_is_not_whole_is_refused_by_value(t, number):
 
 def test_every_test_sentence_normalises_to_itself(ckpt):
     from tf_tutorial.corpus.data import make_corpus
-    corpus = make_corpus(3000, seed=1)
+    corpus = make_corpus(20_000, seed=1)   # every word of valid and test in the vocabulary
     for en, _ in corpus.test + corpus.valid:
         typed = " ".join(en).replace(" .", ".").replace(" ?", "?").replace(" ,", ",").replace(" 's", "'s")
         assert normalise(typed[0].upper() + typed[1:], corpus.src_vocab) == en, typed

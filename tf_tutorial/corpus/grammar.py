@@ -28,8 +28,9 @@ SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}   # the scale wor
 def number_en(n: int) -> list[str]:
     """把 1 到 10⁹ − 1 之间的整数写成英文数词，按千分组。
 
-    1 ≤ n < 10⁹ in English words, grouped by thousands:
-    305000 → three hundred and five thousand.
+    1 ≤ n < 10⁹ in English words, grouped by thousands, with the British
+    "and" before a last part below a hundred: 305000 → three hundred and
+    five thousand; 1005 → one thousand and five.
     """
     if not 1 <= n < 10**9:
         raise ValueError(f"n must be in [1, 10^9), but got {n}")
@@ -50,6 +51,8 @@ def number_en(n: int) -> list[str]:
         group = n // scale % 1000
         if group:
             out += below_1000(group) + ([name] if name else [])
+    if n >= 1000 and 0 < n % 1000 < 100:
+        out.insert(len(out) - len(below_1000(n % 1000)), "and")
     return out
 
 
@@ -102,6 +105,8 @@ class Noun:
     zh: tuple
     measure: str
     cls: str
+    number: str = ""      # "m" mass (rice), "p" plural only (scissors): no
+                          # "a", no number in front
 
 
 @dataclass(frozen=True)
@@ -156,16 +161,19 @@ def _entries(text: str, sep: str = "|"):
 def _nouns() -> list[Noun]:
     nouns = []
     for e in _entries(lexicon.NOUNS):
-        en, zh, mw, cls = e.split()
+        en, zh, mw, cls, *number = e.split()
         sg, _, pl = en.partition("/")
         sg = sg.replace("_", " ")
         nouns.append(Noun(sg, pl.replace("_", " ") or _plural(sg), (zh,),
-                          mw, cls))
+                          mw, cls, "".join(number)))
     return nouns
 
 
 NOUNS = _nouns()
 NOUNS_BY_CLASS = {c: [n for n in NOUNS if n.cls == c] for c in "PARFDVWTB"}
+# the nouns "a" and a number may count (there is a …, how many …)
+COUNTABLE_BY_CLASS = {c: [n for n in nouns if not n.number]
+                      for c, nouns in NOUNS_BY_CLASS.items()}
 PLACES = [tuple(e.split()) for e in _entries(lexicon.PLACES)]
 GIVEN = [tuple(e.split()) for e in _entries(lexicon.GIVEN_NAMES)]
 SURNAMES = [tuple(e.split()) for e in _entries(lexicon.SURNAMES)]
@@ -357,6 +365,19 @@ def render_clause(subj: Phrase, verb: Verb, obj: Phrase,
     return Phrase(en, zh, depth=max(subj.depth, obj.depth))
 
 
+def same_person(a: Phrase, b: Phrase) -> bool:
+    """``a`` and ``b`` include the same person: I … me, I … us, we … me,
+    you … you, or one name twice. English says "myself" or "ourselves"
+    there, and the grammar has no reflexives, so such an object is drawn
+    again (he … him may be two people, and stays; my book is a noun)."""
+    if a.cls != "P" or b.cls != "P" or a.noun or b.noun:
+        return False                    # a noun phrase: the teacher, my book
+    if {a.zh[0], b.zh[0]} <= {"我", "我们"}:
+        return True                     # the speaker on both sides
+    # you … you, or a name twice (汤姆, or 王 先生)
+    return a.zh == b.zh and a.zh[0] not in ("他", "她", "他们")
+
+
 def pronoun(key: str, role: str = "subj") -> Phrase:
     """人称代词的短语：按 ``role`` 取主格或宾格。"""
     subj, obj, _, zh, third = PRONOUNS[key]
@@ -472,12 +493,19 @@ class Grammar:
             dets: tuple = ("the", "a", "num", "this", "poss")) -> Phrase:
         """随机的名词短语：限定词、可选的形容词和话题，可能带一个关系从句。"""
         rng = self.rng
-        noun = rng.choice(NOUNS_BY_CLASS[rng.choice(classes)])
+        counted = not {"the", "this", "poss"} & set(dets)
+        noun = rng.choice((COUNTABLE_BY_CLASS if counted
+                           else NOUNS_BY_CLASS)[rng.choice(classes)])
         det = rng.choices(dets, cum_weights=_det_cum_weights(dets))[0]
-        if self.deep and rel and depth > 0 and "the" in dets:
+        if (self.deep and rel and depth > 0 and "the" in dets
+                or noun.number and det in ("a", "num")
+                or noun.number == "m" and det == "this"):  # not 这 碗 米饭
             det = "the"
         plural = rng.random() < 0.4 if det in ("the", "this", "poss") else False
-        adj = rng.choice(ADJECTIVES) if rng.random() < 0.2 else None
+        plural = {"m": False, "p": True}.get(noun.number, plural)
+        # 大 人, 小 人, 高 人 are other words (adult, villain, master)
+        adj = (rng.choice(ADJECTIVES) if rng.random() < 0.2
+               and noun.en != "man" else None)
         topic = (rng.choice(TOPICS) if noun.cls == "R" and rng.random() < 0.3
                  else None)
         n = self.quantity() if det == "num" else None
@@ -543,6 +571,14 @@ class Grammar:
         """随机的主语（见 :meth:`argument`）。"""
         return self.argument(classes, "subj", depth)
 
+    def object(self, classes: str, depth: int, subj: Phrase,
+               rel: bool = True) -> Phrase:
+        """随机的宾语，不和主语是同一个人（没有 myself 这样的反身代词）。"""
+        obj = self.argument(classes, "obj", depth, rel)
+        while same_person(subj, obj):
+            obj = self.argument(classes, "obj", depth, rel)
+        return obj
+
     def transitive(self, depth: int, tense: str | None = None,
                    neg: bool | None = None) -> Phrase:
         """S V O [place] [time] → S [time] [在 place] V [了] O; a relative
@@ -559,7 +595,7 @@ class Grammar:
         neg = ((rng.random() < 0.2 and tense != "progressive")
                if neg is None else neg)
         subj = self.subject(verb.subjects, depth)
-        obj = self.argument(verb.objects, "obj", depth)
+        obj = self.object(verb.objects, depth, subj)
         time, place = self.adjuncts(tense, True, subj.cls)
         if verb.punctual and tense == "progressive":
             # 正在 看见 is not Chinese. Decided after the draws (a progressive
@@ -592,7 +628,7 @@ class Grammar:
         tense = self.rng.choice(["past", "present", "future"])
         neg = self.rng.random() < 0.2
         subj = self.subject("P", depth)
-        to = self.argument("P", "obj", 0, rel=False)
+        to = self.object("P", 0, subj, rel=False)
         thing = self.argument(GIVE.objects, "obj", depth)
         en_v, aux, v = verb_group(GIVE, tense, neg, subj)
         time, _ = self.adjuncts(tense, not thing.has_rel, "")
@@ -637,16 +673,18 @@ class Grammar:
         thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False,
                                  dets=("a", "num"))
         be = "are" if thing.plural else "is"
-        on = PLACE_WORDS.get(where.noun.en, ("in",))[0] == "on"
+        prep, zh = PLACE_WORDS.get(where.noun.en, ("in", "里"))
+        on = prep == "on"            # in the square → 广场 上 (the lexicon's)
         return Phrase(["there", be] + thing.en + ["on" if on else "in"]
-                      + where.en, where.zh + ["上" if on else "里", "有"]
+                      + where.en,
+                      where.zh + [zh if prep in ("in", "on") else "里", "有"]
                       + thing.zh)
 
     def want(self, depth: int) -> Phrase:
         """S wants to V O → S 想 V O."""
         verb = self.rng.choice(WANT_VERBS)
         subj = self.subject("P", depth)
-        obj = self.argument(verb.objects, "obj", depth)
+        obj = self.object(verb.objects, depth, subj)
         third = subj.third and not subj.plural
         neg = self.rng.random() < 0.2
         en_w = (["does" if third else "do", "not", "want"] if neg
@@ -687,7 +725,7 @@ class Grammar:
         if kind == "howmany":
             cls = rng.choice([c for c in verb.objects if c in "ARFDVWT"]
                              or ["T"])
-            noun = rng.choice(NOUNS_BY_CLASS[cls])
+            noun = rng.choice(COUNTABLE_BY_CLASS[cls])
             return Phrase(
                 ["how", "many", noun.en_plural] + en_aux + subj.en + en_v,
                 subj.zh + aux + v + ["多少", noun.measure] + list(noun.zh),
@@ -699,7 +737,7 @@ class Grammar:
             return Phrase(wh[0] + en_aux + subj.en + en_v + place.en + time.en,
                           subj.zh + time.zh + aux + place.zh + v + wh[1],
                           depth=subj.depth)
-        obj = self.argument(verb.objects, "obj", depth, rel=kind == "yesno")
+        obj = self.object(verb.objects, depth, subj, rel=kind == "yesno")
         if kind == "where":
             return Phrase(["where"] + en_aux + subj.en + en_v + obj.en,
                           subj.zh + aux + ["在", "哪里"] + v + obj.zh,

@@ -4,9 +4,11 @@ Each entry gives one English word (or fixed phrase) and the one Chinese word it 
 so that every sentence the grammar in ``grammar.py`` builds has exactly one translation. The one
 exception, ``ANIMATE_ADJECTIVES``, is still one translation: the noun decides it.
 
-Noun lines:  ``english[/plural] 中文 量词 class``; classes: P person, A animal, R something to
-read, F food, D drink, V vehicle one drives (开), W vehicle one rides (骑), T thing, B building
-or place (在 …), C city or country.
+Noun lines:  ``english[/plural] 中文 量词 class [m|p]``; classes: P person, A animal, R something
+to read, F food, D drink, V vehicle one drives (开), W vehicle one rides (骑), T thing, B building
+or place (在 …), C city or country. ``m`` marks a mass noun (rice: never "a rice" or "three
+rices"), ``p`` a noun used only in the plural (scissors, noodles); neither is counted with a or
+a number.
 Verb lines:  ``base past 中文 subjects objects [s|a]``; ``s`` marks a stative verb (爱, 喜欢),
 which takes no 了 and no progressive; ``a`` marks a verb of a moment (看见, 找到: the act is over
 as it happens), which takes 了 but no progressive (正在 看见 is not Chinese).
@@ -39,9 +41,9 @@ textbook 课本 本 R|diary/diaries 日记 本 R|album 相册 本 R|newspaper �
 letter 信 封 R|email 邮件 封 R|poem 诗 首 R|story/stories 故事 个 R|map 地图 张 R|menu 菜单 份 R
 article 文章 篇 R|paper 论文 篇 R|essay 散文 篇 R|contract 合同 份 R|manual 说明书 本 R|comic 漫画 本 R
 apple 苹果 个 F|orange 橙子 个 F|banana 香蕉 根 F|pear 梨 个 F|peach/peaches 桃子 个 F|egg 鸡蛋 个 F
-cake 蛋糕 块 F|bread 面包 块 F|cookie 饼干 块 F|sandwich/sandwiches 三明治 个 F|pizza 披萨 块 F
-hamburger 汉堡 个 F|dumpling 饺子 个 F|noodle 面条 碗 F|potato/potatoes 土豆 个 F|tomato/tomatoes 西红柿 个 F
-carrot 胡萝卜 根 F|watermelon 西瓜 个 F|lemon 柠檬 个 F|mango/mangoes 芒果 个 F|grape 葡萄 串 F
+cake 蛋糕 块 F|bread 面包 块 F m|cookie 饼干 块 F|sandwich/sandwiches 三明治 个 F|pizza 披萨 个 F
+hamburger 汉堡 个 F|dumpling 饺子 个 F|noodles/noodles 面条 碗 F p|potato/potatoes 土豆 个 F|tomato/tomatoes 西红柿 个 F
+carrot 胡萝卜 根 F|watermelon 西瓜 个 F|lemon 柠檬 个 F|mango/mangoes 芒果 个 F|grape 葡萄 颗 F
 strawberry/strawberries 草莓 颗 F|candy/candies 糖果 颗 F|pie 馅饼 块 F|steak 牛排 块 F|salad 沙拉 份 F
 tea 茶 杯 D|coffee 咖啡 杯 D|milk 牛奶 杯 D|juice 果汁 杯 D|beer 啤酒 瓶 D|wine 葡萄酒 瓶 D
 water 水 杯 D|soup 汤 碗 D|cola 可乐 瓶 D|yogurt 酸奶 瓶 D
@@ -77,7 +79,7 @@ hedgehog 刺猬 只 A|peacock 孔雀 只 A|lizard 蜥蜴 只 A|crocodile 鳄鱼 
 puppy/puppies 小狗 只 A|kitten 小猫 只 A|hamster 仓鼠 只 A|koala 考拉 只 A|seal 海豹 只 A|beetle 甲虫 只 A
 brochure 小册子 本 R|catalogue 目录 本 R|biography/biographies 传记 本 R|guidebook 指南 本 R|cookbook 食谱 本 R
 postcard 明信片 张 R|invitation 请柬 张 R|receipt 收据 张 R|poster 海报 张 R|script 剧本 个 R|thesis/theses 学位论文 篇 R
-rice 米饭 碗 F|porridge 粥 碗 F|tofu 豆腐 块 F|cheese 奶酪 块 F|sausage 香肠 根 F|pancake 煎饼 张 F
+rice 米饭 碗 F m|porridge 粥 碗 F m|tofu 豆腐 块 F m|cheese 奶酪 块 F|sausage 香肠 根 F|pancake 煎饼 张 F
 mooncake 月饼 块 F|bun 包子 个 F|cucumber 黄瓜 根 F|onion 洋葱 个 F|pumpkin 南瓜 个 F|pineapple 菠萝 个 F
 cherry/cherries 樱桃 颗 F|walnut 核桃 颗 F|peanut 花生 颗 F|chocolate 巧克力 块 F|ice_cream 冰淇淋 个 F|doughnut 甜甜圈 个 F
 lemonade 柠檬水 杯 D|smoothie 奶昔 杯 D|cocoa 可可 杯 D|whisky/whiskies 威士忌 瓶 D|soda 苏打水 瓶 D
@@ -91,7 +93,7 @@ jacket 夹克 件 T|uniform 制服 件 T|vest 背心 件 T|belt 皮带 条 T|boo
 earring 耳环 只 T|bracelet 手镯 只 T|crown 王冠 顶 T|helmet 头盔 顶 T|mask 面具 个 T|medal 奖牌 枚 T
 trophy/trophies 奖杯 座 T|statue 雕像 座 T|fountain 喷泉 座 T|carpet 地毯 块 T|curtain 窗帘 幅 T|cushion 靠垫 个 T
 sculpture 雕塑 件 T|floor_lamp 落地灯 盏 T|puzzle 拼图 幅 T|chessboard 棋盘 张 T|balloon 气球 个 T|lantern 灯笼 盏 T
-stapler 订书机 个 T|scissors/scissors 剪刀 把 T|ruler 尺子 把 T|eraser 橡皮 块 T|folder 文件夹 个 T|calendar 日历 本 T
+stapler 订书机 个 T|scissors/scissors 剪刀 把 T p|ruler 尺子 把 T|eraser 橡皮 块 T|folder 文件夹 个 T|calendar 日历 本 T
 compass/compasses 指南针 个 T|whistle 哨子 个 T|rake 耙子 把 T|axe 斧头 把 T|anchor 锚 只 T|wheel 轮子 个 T
 sofa_bed 沙发床 张 T|wardrobe 衣柜 个 T|shelf/shelves 书架 个 T|drawer 抽屉 个 T|cabinet 柜子 个 T|stool 凳子 把 T
 piglet 小猪 只 A|lamb 小羊 只 A|calf/calves 小牛 头 A|chick 小鸡 只 A|duckling 小鸭 只 A|foal 小马 匹 A
@@ -166,7 +168,7 @@ feed fed 喂 P A|catch caught 抓住 PA A a|carry carried 搬 PA T|open opened �
 send sent 寄 P RT|receive received 收到 P RT a|order ordered 点 P FD|prepare prepared 准备 P FD
 forget forgot 忘记 P RT a|remember remembered 记得 P PRT s|choose chose 选择 P RVWTFD|steal stole 偷 P RVWTF
 draw drew 画 P PAVWTB|photograph photographed 拍摄 P PAVWTB|follow followed 跟踪 PA PA|watch watched 观看 P A
-call called 叫 P PA|miss missed 想念 P PAC s|own owned 拥有 P RVWTAB s|protect protected 保护 PA PA
+miss missed 想念 P PAC s|own owned 拥有 P RVWTAB s|protect protected 保护 PA PA
 paint painted 粉刷 P BT|hide hid 藏 PA RVWTF|throw threw 扔 PA T
 bring brought 带来 PA RFDTA|keep kept 保留 P RVWTA|break broke 打破 PA T a|build built 建造 P B
 design designed 设计 P BTVW|admire admired 欣赏 P PABT s|describe described 描述 P PABTC
