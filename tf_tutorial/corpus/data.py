@@ -247,8 +247,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     "you're", "we'll", "he's" their long forms (am, are, will, is: the words the corpus has; after
     he, she, it, that, there, what and who 's is "is", never the possessive, except for the
     surname He after a title: Professor He's book); "twenty-two" becomes
-    "twenty two", and typed number words are written as the corpus writes them ("one thousand and one" →
-    one thousand one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
+    "twenty two", and typed number words are written as the corpus writes them ("one thousand one" →
+    one thousand and one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's (and any other mark, as an
     unknown token of its own: "China;" → China ;); words the vocabulary holds
     as one token are joined ("ice cream"); each word takes the vocabulary's case (:func:`_known`);
