@@ -366,7 +366,9 @@ def render_clause(subj: Phrase, verb: Verb, obj: Phrase,
 
 
 def same_person(a: Phrase, b: Phrase) -> bool:
-    """``a`` and ``b`` include the same person: I … me, I … us, we … me,
+    """主语和宾语是否包含同一个人（文法里没有 myself 这样的反身代词）。
+
+    ``a`` and ``b`` include the same person: I … me, I … us, we … me,
     you … you, or one name twice. English says "myself" or "ourselves"
     there, and the grammar has no reflexives, so such an object is drawn
     again (he … him may be two people, and stays; my book is a noun)."""
