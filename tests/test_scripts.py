@@ -210,6 +210,8 @@ def test_calibrate_cpu_writes_chapter_10s_table_row_by_row(monkeypatch, tmp_path
     assert calibrate_cpu.main(["--only", "ls0", "--out", str(out)]) == 0   # merges
     record = json.loads(out.read_text(encoding="utf-8"))
     want = shape(committed("cpu_calibration.json"))
+    # written by hand, not by the script: the runs a later step count replaced
+    want.pop("superseded", None)
     got = shape(record)
     assert got.keys() == want.keys()
     assert list(record["runs"]) == ["base", "tok2000", "ls0"]          # the table's order

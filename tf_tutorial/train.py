@@ -122,7 +122,7 @@ CONFIGS = {
     # book/records/cpu_calibration.json)
     "cpu": TrainConfig("cpu", d_model=128, n_heads=4, n_layers=2, d_ff=256,
                        dropout=0.0, n_train=100_000, batch_tokens=2000,
-                       steps=1700, warmup=300, lr_scale=0.6, eval_every=300),
+                       steps=2000, warmup=300, lr_scale=0.6, eval_every=300),
     # the chapter's real run, on one GPU
     # (not yet calibrated on a GPU: about 8000 padded tokens a batch,
     # like 512 sentences). steps is only a cap: a time budget (5 minutes in
