@@ -88,6 +88,18 @@ def test_stacks_need_a_positive_number_of_layers(n_layers):
             stack(12, 3, 20, n_layers)
 
 
+def test_a_stack_built_from_sizes_names_every_size_left_out():
+    from tf_tutorial.encoder import Encoder
+    for stack in (Encoder, Decoder):
+        name = stack.__name__
+        with pytest.raises(TypeError, match=(rf"^{name}\(d_model, n_heads, d_ff, n_layers\) is missing "
+                                             rf"n_layers \(or build it from one layer: "
+                                             rf"{name}\(layer, n_layers\)\)$")):
+            stack(12, 3, 20)
+        with pytest.raises(TypeError, match="is missing d_ff and n_layers "):
+            stack(12, 3)
+
+
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_decoder_from_one_layer_like_torch(norm_first):
     """Decoder(layer, N) copies the layer N times, as nn.TransformerDecoder(layer, N) does."""
@@ -123,3 +135,6 @@ def test_a_cache_for_another_number_of_layers_is_refused():
     dec = Decoder(D, H, FF, n_layers=2, dropout=0.0)
     with pytest.raises(ValueError, match="^cache: expected a DecoderCache for 2 layers, but got one for 3$"):
         dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=DecoderCache(3))
+    # not a cache at all: a TypeError that says what was expected, not an AttributeError
+    with pytest.raises(TypeError, match="^cache: expected a DecoderCache, but got int$"):
+        dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=5)

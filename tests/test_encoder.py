@@ -127,6 +127,15 @@ def test_encoder_from_one_layer_refuses_what_the_layer_already_fixes():
         Encoder(layer, 2, n_layers=3)
     with pytest.raises(ValueError, match="n_layers must be a positive integer, but got None"):
         Encoder(layer)
+    # from sizes, every size left out is named at once, with the other way to build it
+    with pytest.raises(TypeError, match=r"^Encoder\(d_model, n_heads, d_ff, n_layers\) is missing "
+                                        r"d_ff and n_layers \(or build it from one layer: "
+                                        r"Encoder\(layer, n_layers\)\)$"):
+        Encoder(D, H)
+    with pytest.raises(TypeError, match=r"is missing n_heads, d_ff and n_layers \("):
+        Encoder(D)
+    with pytest.raises(ValueError, match="^n_layers must be a positive integer, but got 0$"):
+        Encoder(D, H, FF, 0)
     with pytest.raises(TypeError, match=r"d_model: expected an int or EncoderLayer, but got "
                                         r"TransformerEncoderLayer \(tf_tutorial.interop.from_torch"):
         Encoder(nn.TransformerEncoderLayer(D, H, FF, batch_first=True), 2)

@@ -852,11 +852,15 @@ def test_config_takes_numpy_ids_and_a_vocabulary_too_small_for_the_default_eos()
     cfg = GPTConfig(vocab_size=12, d_model=16, n_heads=2, pad_id=np.int64(0), eos_id=np.int64(3))
     assert (cfg.pad_id, cfg.eos_id) == (0, 3) and type(cfg.pad_id) is type(cfg.eos_id) is int
     assert GPTConfig(vocab_size=3, d_model=16, n_heads=2).eos_id == 2
-    for vocab_size in (1, 2):                       # no room for eos_id=2: a model without one
-        tiny = GPT(GPTConfig(vocab_size=vocab_size, d_model=16, n_heads=2, n_layers=1))
-        assert tiny.config.eos_id is None
-        out = generate(tiny, torch.zeros(1, 2, dtype=torch.long), 3, generator=torch.Generator().manual_seed(0))
-        assert out.shape == (1, 5) and int(out.max()) < vocab_size
+    # no room for eos_id=2: a model without one
+    tiny = GPT(GPTConfig(vocab_size=2, d_model=16, n_heads=2, n_layers=1))
+    assert tiny.config.eos_id is None
+    out = generate(tiny, torch.zeros(1, 2, dtype=torch.long), 3, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (1, 5) and int(out.max()) < 2
+    # one token only: the padding one, which is never a key and never scored
+    with pytest.raises(ValueError, match="^vocab_size=1 leaves no token but the padding one: "
+                                         "a model needs at least 2$"):
+        GPTConfig(vocab_size=1, d_model=16, n_heads=2)
     with pytest.raises(ValueError, match="^eos_id=2 is not a valid id for vocab_size=2$"):
         GPTConfig(vocab_size=2, d_model=16, n_heads=2, eos_id=2)        # given, not defaulted
 

@@ -62,6 +62,15 @@ def test_weight_sharing():
     assert count_parameters(untied) == count_parameters(Transformer(TransformerConfig(**SMALL))) + 23 * 12
 
 
+def test_count_parameters_counts_trainable_ones_and_refuses_a_non_module():
+    layer = nn.Linear(3, 2)
+    assert count_parameters(layer) == 8
+    layer.bias.requires_grad_(False)
+    assert count_parameters(layer) == 6
+    with pytest.raises(TypeError, match="^model must be a torch.nn.Module, but got int$"):
+        count_parameters(5)
+
+
 def _model(**kw):
     torch.manual_seed(0)
     return Transformer(TransformerConfig(**{**SMALL, **kw})).double().eval()

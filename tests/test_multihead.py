@@ -199,6 +199,19 @@ def test_a_mask_with_a_head_axis_of_one_is_the_shared_mask(shape):
     assert torch.equal(gqa(x, kv, kv, mask), gqa(x, kv, kv, mask[:, 0]))
 
 
+def test_attention_refuses_a_cache_that_is_not_a_kv_cache():
+    from tf_tutorial.multihead import GroupedQueryAttention, KVCache, MultiHeadAttention
+    x = torch.randn(2, 3, 8)
+    for attn in (MultiHeadAttention(8, 2), GroupedQueryAttention(8, 2, 1)):
+        for bad in (5, {"k": None}):
+            with pytest.raises(TypeError, match=f"^cache: expected a KVCache \\(or None\\), "
+                                                f"but got {type(bad).__name__}$"):
+                attn(x, x, x, cache=bad)
+        cache = KVCache()
+        attn(x, x, x, cache=cache)
+        assert cache.length == 3
+
+
 def test_a_kv_cache_refuses_rows_of_another_batch_size():
     from tf_tutorial.multihead import KVCache
     mha = MultiHeadAttention(8, 2).eval()

@@ -217,6 +217,28 @@ def test_a_bad_batch_size_is_refused_when_the_translator_is_made(t, bad):
         Translator(t.model, t.src_vocab, t.tgt_vocab, batch_size=bad)
 
 
+def test_the_translator_refuses_a_model_or_vocabularies_it_cannot_use(t):
+    from tf_tutorial.corpus.data import Vocab
+    from tf_tutorial.translate import Translator
+    src, tgt = t.src_vocab, t.tgt_vocab
+    assert len(src) != len(tgt)
+    with pytest.raises(TypeError, match="^model must be a Transformer, but got str$"):
+        Translator("runs/cpu/checkpoint.pt", src, tgt)
+    with pytest.raises(TypeError, match="^tgt_vocab must be a Vocab, but got int$"):
+        Translator(t.model, src, 5)
+    with pytest.raises(TypeError, match="^src_vocab must be a Vocab, but got list$"):
+        Translator(t.model, src.itos, tgt)
+    with pytest.raises(ValueError, match=(
+            f"^src_vocab has {len(tgt)} tokens and tgt_vocab {len(src)}, but the model was built "
+            f"for src_vocab_size={len(src)} and tgt_vocab_size={len(tgt)}: are the two "
+            "vocabularies swapped\\?$")):
+        Translator(t.model, tgt, src)
+    short = Vocab(src.words[:-1])
+    with pytest.raises(ValueError, match=(f"^src_vocab has {len(src) - 1} tokens, but the model "
+                                          f"was built for src_vocab_size={len(src)}$")):
+        Translator(t.model, short, tgt)
+
+
 def test_repr(ckpt, t):
     r = repr(t)
     assert ckpt in r and f"src_vocab={len(t.src_vocab)}" in r and f"tgt_vocab={len(t.tgt_vocab)}" in r

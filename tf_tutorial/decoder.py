@@ -19,7 +19,8 @@ from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import KVCache, MultiHeadAttention
 from tf_tutorial.residual import (SublayerConnection, given_settings,
-                                  norm_after, stack_from_layer)
+                                  norm_after, require_stack_sizes,
+                                  stack_from_layer)
 
 
 def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
@@ -169,7 +170,7 @@ class Decoder(nn.Module):
                 DecoderLayer, d_model, n_heads, d_ff, n_layers, final_norm,
                 given)
             return
-        require_sizes(n_layers=n_layers)
+        require_stack_sizes(DecoderLayer, n_heads, d_ff, n_layers)
         self.layers = nn.ModuleList(   # not given: DecoderLayer's defaults
             DecoderLayer(d_model, n_heads, d_ff, **given)
             for _ in range(n_layers))
@@ -179,6 +180,9 @@ class Decoder(nn.Module):
                 cache: DecoderCache | None = None,
                 return_weights: bool = False):
         """依次通过每个解码器层；需要时收集每层的注意力权重。"""
+        if cache is not None and not isinstance(cache, DecoderCache):
+            raise TypeError("cache: expected a DecoderCache, but got "
+                            f"{type(cache).__name__}")
         if cache is not None and len(cache.layers) != len(self.layers):
             raise ValueError(f"cache: expected a DecoderCache for "
                              f"{len(self.layers)} layers, "

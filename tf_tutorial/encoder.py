@@ -14,7 +14,8 @@ from tf_tutorial._checks import first_weight, require_sizes, require_width
 from tf_tutorial.ffn import PositionwiseFeedForward
 from tf_tutorial.multihead import MultiHeadAttention
 from tf_tutorial.residual import (SublayerConnection, given_settings,
-                                  norm_after, stack_from_layer)
+                                  norm_after, require_stack_sizes,
+                                  stack_from_layer)
 
 
 class EncoderLayer(nn.Module):
@@ -87,7 +88,7 @@ class Encoder(nn.Module):
                 EncoderLayer, d_model, n_heads, d_ff, n_layers, final_norm,
                 given)
             return
-        require_sizes(n_layers=n_layers)
+        require_stack_sizes(EncoderLayer, n_heads, d_ff, n_layers)
         self.layers = nn.ModuleList(   # not given: EncoderLayer's defaults
             EncoderLayer(d_model, n_heads, d_ff, **given)
             for _ in range(n_layers))

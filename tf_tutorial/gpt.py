@@ -105,6 +105,9 @@ class GPTConfig:
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
         plain_ints(self, ("pad_id", "eos_id"))
+        if self.vocab_size < 2:     # pad is never a key nor an answer
+            raise ValueError(f"vocab_size={self.vocab_size} leaves no token "
+                             "but the padding one: a model needs at least 2")
         if self.eos_id is None and 2 < self.vocab_size:
             object.__setattr__(self, "eos_id", 2 if self.pad_id != 2 else 0)
         for name in ("pad_id", "eos_id"):

@@ -257,4 +257,7 @@ def count_parameters(model: nn.Module) -> int:
     Trainable parameters, each shared tensor counted once (``parameters()``
     already dedupes).
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, but got "
+                        f"{type(model).__name__}")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

@@ -20,13 +20,18 @@ from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
 
-def check_inputs(query, key, value, d_model: int, weight=None) -> None:
+def check_inputs(query, key, value, d_model: int, weight=None,
+                 cache=None) -> None:
     """检查注意力层的三个输入：形状 (B, L, D)、同一个批、键和值一样长。
 
     Raise ValueError naming the argument: query (B, T, D), key and value
     (B, S, D) with the same B and S; with ``weight`` (a projection's), a
-    ``DtypeMismatchError`` for an input its matrix product would refuse.
+    ``DtypeMismatchError`` for an input its matrix product would refuse;
+    TypeError for a ``cache`` that is not a :class:`KVCache`.
     """
+    if cache is not None and not isinstance(cache, KVCache):
+        raise TypeError("cache: expected a KVCache (or None), but got "
+                        f"{type(cache).__name__}")
     for name, t in (("query", query), ("key", key), ("value", value)):
         require_width(t, d_model, name, lead="B, L", weight=weight)
     if not query.shape[0] == key.shape[0] == value.shape[0]:
@@ -203,7 +208,8 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key, value, mask=None,
                 return_weights: bool = False, cache: KVCache | None = None):
         """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
-        check_inputs(query, key, value, self.d_model, self.w_q.weight)
+        check_inputs(query, key, value, self.d_model, self.w_q.weight,
+                     cache)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
             k, v = cache.stored(query.shape[0])
@@ -331,7 +337,8 @@ class GroupedQueryAttention(nn.Module):
         """
         key = query if key is None else key
         value = key if value is None else value
-        check_inputs(query, key, value, self.d_model, self.w_q.weight)
+        check_inputs(query, key, value, self.d_model, self.w_q.weight,
+                     cache)
         if self.rotary is not None and cache is not None and cache.static:
             raise ValueError("cache: rotary positions need a self-attention "
                              "cache (static=False), but got static=True")

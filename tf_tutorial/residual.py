@@ -95,6 +95,25 @@ def layer_settings(layer: nn.Module) -> dict:
                 eps=block.norm.eps)
 
 
+def require_stack_sizes(kind: type, n_heads, d_ff, n_layers) -> None:
+    """``Encoder(d_model, n_heads, d_ff, n_layers)`` 这种写法：四个尺寸缺一不可。
+
+    Names every size left out at once (``Encoder(8, 2)`` lacks d_ff and
+    n_layers), and the other way to build the stack; then checks n_layers.
+    """
+    missing = [name for name, value in (("n_heads", n_heads), ("d_ff", d_ff),
+                                        ("n_layers", n_layers))
+               if value is None]
+    if missing:
+        stack = kind.__name__.replace("Layer", "")
+        names = (", ".join(missing[:-1]) + " and " if missing[:-1]
+                 else "") + missing[-1]
+        raise TypeError(f"{stack}(d_model, n_heads, d_ff, n_layers) is "
+                        f"missing {names} (or build it from one layer: "
+                        f"{stack}(layer, n_layers))")
+    require_sizes(n_layers=n_layers)
+
+
 def stack_from_layer(kind: type, layer: nn.Module, n_heads, d_ff, n_layers,
                      final_norm: bool | None, given: dict | None = None
                      ) -> tuple[nn.ModuleList, nn.Module]:

@@ -30,6 +30,35 @@ from tf_tutorial.train import (CheckpointError, checkpoint_path,
                                state_dict_problem)
 
 
+def _require_model_and_vocabs(model, src_vocab, tgt_vocab) -> None:
+    """A Transformer and two Vocabs whose sizes are the ones it was built for.
+
+    A vocabulary of the wrong size would translate into nonsense (or fail deep
+    inside an embedding lookup); swapped vocabularies are named as such.
+    """
+    if not isinstance(model, Transformer):
+        raise TypeError(f"model must be a Transformer, but got "
+                        f"{type(model).__name__}")
+    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
+        if not isinstance(vocab, Vocab):
+            raise TypeError(f"{name} must be a Vocab, but got "
+                            f"{type(vocab).__name__}")
+    cfg = model.config
+    sizes = (len(src_vocab), len(tgt_vocab))
+    if sizes == (cfg.tgt_vocab_size, cfg.src_vocab_size) != (
+            cfg.src_vocab_size, cfg.tgt_vocab_size):
+        raise ValueError(f"src_vocab has {sizes[0]} tokens and tgt_vocab "
+                         f"{sizes[1]}, but the model was built for "
+                         f"src_vocab_size={cfg.src_vocab_size} and "
+                         f"tgt_vocab_size={cfg.tgt_vocab_size}: are the two "
+                         "vocabularies swapped?")
+    for name, n, want in (("src_vocab", sizes[0], cfg.src_vocab_size),
+                          ("tgt_vocab", sizes[1], cfg.tgt_vocab_size)):
+        if n != want:
+            raise ValueError(f"{name} has {n} tokens, but the model was "
+                             f"built for {name}_size={want}")
+
+
 class Translator:
     """训练好的模型连同它的两个词表，可以直接拿英文句子来调用。
 
@@ -41,6 +70,7 @@ class Translator:
                  beam_size: int = 1, path: str | None = None,
                  batch_size: int = 64):
         require_sizes(beam_size=beam_size, batch_size=batch_size)
+        _require_model_and_vocabs(model, src_vocab, tgt_vocab)
         self.model, self.src_vocab, self.tgt_vocab = (
             model.eval(), src_vocab, tgt_vocab)
         self.beam_size, self.path, self.batch_size = beam_size, path, batch_size
