@@ -67,7 +67,7 @@ def test_count_parameters_counts_trainable_ones_and_refuses_a_non_module():
     assert count_parameters(layer) == 8
     layer.bias.requires_grad_(False)
     assert count_parameters(layer) == 6
-    with pytest.raises(TypeError, match="^model must be a torch.nn.Module, but got int$"):
+    with pytest.raises(TypeError, match="^model must be a Module, but got int$"):
         count_parameters(5)
 
 

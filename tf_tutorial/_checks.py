@@ -249,6 +249,17 @@ def require_tensors(**tensors) -> None:
                             f"but got {type(t).__name__}")
 
 
+def require_instance(value, kind: type, name: str, hint: str = "") -> None:
+    """检查参数 ``name`` 是 ``kind`` 类的对象，否则报 TypeError，说出收到的类型。
+
+    ``require_instance(5, Vocab, "tgt_vocab")`` raises ``TypeError:
+    tgt_vocab must be a Vocab, but got int``; ``hint`` is added at the end.
+    """
+    if not isinstance(value, kind):
+        raise TypeError(f"{name} must be a {kind.__name__}, but got "
+                        f"{type(value).__name__}{hint}")
+
+
 def require_config(config, kind: type, name: str = "config") -> None:
     """检查收到的是配置类（不是字典、字符串之类），否则报 TypeError。
 
@@ -257,11 +268,9 @@ def require_config(config, kind: type, name: str = "config") -> None:
     builds one from a dict)``; ``name`` is the argument's name (``cfg`` for a
     TrainConfig).
     """
-    if not isinstance(config, kind):
-        hint = (f" ({kind.__name__}(**d) builds one from a dict)"
-                if isinstance(config, dict) else "")
-        raise TypeError(f"{name} must be a {kind.__name__}, but got "
-                        f"{type(config).__name__}{hint}")
+    require_instance(config, kind, name,
+                     f" ({kind.__name__}(**d) builds one from a dict)"
+                     if isinstance(config, dict) else "")
 
 
 def require_ids(tokens, name: str = "tokens", lead: str = "B, L") -> None:

@@ -15,7 +15,7 @@ from torch import nn
 
 from tf_tutorial._checks import (_is_integer, bad_value, require_config,
                                  require_dropout, require_fits, require_flags,
-                                 require_ids, require_sizes)
+                                 require_ids, require_instance, require_sizes)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.decoder import Decoder, DecoderCache
 from tf_tutorial.embedding import SinusoidalPositionalEncoding, TokenEmbedding
@@ -257,7 +257,5 @@ def count_parameters(model: nn.Module) -> int:
     Trainable parameters, each shared tensor counted once (``parameters()``
     already dedupes).
     """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, but got "
-                        f"{type(model).__name__}")
+    require_instance(model, nn.Module, "model")
     return sum(p.numel() for p in model.parameters() if p.requires_grad)

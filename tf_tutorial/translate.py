@@ -21,7 +21,8 @@ import sys
 
 import torch
 
-from tf_tutorial._checks import require_flags, require_sizes
+from tf_tutorial._checks import (require_flags, require_instance,
+                                 require_sizes)
 from tf_tutorial.corpus.data import TITLE_WORDS, Vocab, normalise
 from tf_tutorial.decode import beam_search, greedy_decode
 from tf_tutorial.model import Transformer, TransformerConfig
@@ -36,13 +37,9 @@ def _require_model_and_vocabs(model, src_vocab, tgt_vocab) -> None:
     A vocabulary of the wrong size would translate into nonsense (or fail deep
     inside an embedding lookup); swapped vocabularies are named as such.
     """
-    if not isinstance(model, Transformer):
-        raise TypeError(f"model must be a Transformer, but got "
-                        f"{type(model).__name__}")
-    for name, vocab in (("src_vocab", src_vocab), ("tgt_vocab", tgt_vocab)):
-        if not isinstance(vocab, Vocab):
-            raise TypeError(f"{name} must be a Vocab, but got "
-                            f"{type(vocab).__name__}")
+    require_instance(model, Transformer, "model")
+    require_instance(src_vocab, Vocab, "src_vocab")
+    require_instance(tgt_vocab, Vocab, "tgt_vocab")
     cfg = model.config
     sizes = (len(src_vocab), len(tgt_vocab))
     if sizes == (cfg.tgt_vocab_size, cfg.src_vocab_size) != (

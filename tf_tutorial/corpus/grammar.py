@@ -675,12 +675,13 @@ class Grammar:
         thing = self.noun_phrase(self.rng.choice("PATRF"), depth, rel=False,
                                  dets=("a", "num"))
         be = "are" if thing.plural else "is"
+        # the lexicon's place word (in the square → 广场 上), but what is at
+        # the lake is in it: 湖 里 有
         prep, zh = PLACE_WORDS.get(where.noun.en, ("in", "里"))
-        on = prep == "on"            # in the square → 广场 上 (the lexicon's)
-        return Phrase(["there", be] + thing.en + ["on" if on else "in"]
-                      + where.en,
-                      where.zh + [zh if prep in ("in", "on") else "里", "有"]
-                      + thing.zh)
+        if prep == "at":
+            prep, zh = "in", "里"
+        return Phrase(["there", be] + thing.en + [prep] + where.en,
+                      where.zh + [zh, "有"] + thing.zh)
 
     def want(self, depth: int) -> Phrase:
         """S wants to V O → S 想 V O."""
