@@ -138,3 +138,22 @@ def test_a_cache_for_another_number_of_layers_is_refused():
     # not a cache at all: a TypeError that says what was expected, not an AttributeError
     with pytest.raises(TypeError, match="^cache: expected a DecoderCache, but got int$"):
         dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=5)
+
+
+def test_a_decoder_layer_refuses_what_is_not_one_layers_cache_pair():
+    from tf_tutorial.decoder import DecoderCache
+    from tf_tutorial.multihead import KVCache
+    layer = DecoderLayer(D, H, FF, dropout=0.0)
+    x, memory = torch.randn(B, 1, D), torch.randn(B, S, D)
+    expected = r"^cache: expected one layer's \(self, cross\) pair of KVCaches, as DecoderCache\(n_layers\)\.layers\[i\] holds them, but got "
+    for cache, got in ((5, "int"),                      # was a tuple-unpacking TypeError
+                       (DecoderCache(1), "DecoderCache"),  # the whole cache, not a layer's pair
+                       ((KVCache(),), r"tuple \(KVCache\(static=False\)\)"),
+                       # swapped: the static cross cache would be grown as self-attention's
+                       ((KVCache(static=True), KVCache()),
+                        r"tuple \(KVCache\(static=True\), KVCache\(static=False\)\)")):
+        with pytest.raises(TypeError, match=expected + got + "$"):
+            layer(x, memory, cache=cache)
+    pair = DecoderCache(1).layers[0]
+    assert layer(x, memory, cache=pair).shape == (B, 1, D)
+    assert pair[0].length == 1 and pair[1].length == S   # grown, and the memory kept

@@ -24,9 +24,17 @@ from tf_tutorial.residual import (SublayerConnection, given_settings,
 
 
 def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
-                  self_mask, memory_mask, self_cache) -> None:
+                  self_mask, memory_mask, cache) -> None:
     """x (B, T, D), memory (B, S, D), each of the dtype of the weights it
-    meets first; each mask checked under its own name."""
+    meets first; each mask checked under its own name; ``cache`` one layer's
+    (self, cross) pair of a :class:`DecoderCache`."""
+    if cache is not None and not (
+            isinstance(cache, (tuple, list)) and len(cache) == 2
+            and all(isinstance(c, KVCache) for c in cache)
+            and not cache[0].static and cache[1].static):
+        raise TypeError("cache: expected one layer's (self, cross) pair of "
+                        "KVCaches, as DecoderCache(n_layers).layers[i] holds "
+                        f"them, but got {_describe(cache)}")
     d_model = layer.d_model
     require_width(x, d_model, lead="B, T",
                   weight=first_weight(layer.self_attn))
@@ -41,7 +49,7 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
                          f"output), but got dtype {memory.dtype}")
     require_dtype_of(memory, first_weight(layer.cross_attn), "memory")
     B, T, S = x.shape[0], x.shape[1], memory.shape[1]
-    t = 0 if self_cache is None else self_cache.length
+    t = 0 if cache is None else cache[0].length
     for name, mask, keys in (("self_mask", self_mask, t + T),
                              ("memory_mask", memory_mask, S)):
         if mask is not None:
@@ -49,6 +57,17 @@ def _check_inputs(x: torch.Tensor, memory: torch.Tensor, layer,
                 check_mask(mask, (B, T, keys))
             except ValueError as err:
                 raise ValueError(f"{name}: {err}") from None
+
+
+def _describe(cache) -> str:
+    """What a refused cache was: its type, and for a pair its items' types
+    (a swapped pair reads as the static one first)."""
+    if isinstance(cache, (tuple, list)):
+        items = ", ".join(
+            f"KVCache(static={c.static})" if isinstance(c, KVCache)
+            else type(c).__name__ for c in cache)
+        return f"{type(cache).__name__} ({items})"
+    return type(cache).__name__
 
 
 class DecoderCache:
@@ -125,8 +144,8 @@ class DecoderLayer(nn.Module):
     def forward(self, x, memory, self_mask=None, memory_mask=None, cache=None,
                 return_weights: bool = False):
         """带掩码的自注意力 → 交叉注意力 → 前馈网络，各带残差连接和层归一化。"""
+        _check_inputs(x, memory, self, self_mask, memory_mask, cache)
         self_cache, cross_cache = cache if cache is not None else (None, None)
-        _check_inputs(x, memory, self, self_mask, memory_mask, self_cache)
         weights = {} if return_weights else None
 
         def attend(attn, kind, y, kv, mask, kv_cache):
