@@ -50,6 +50,9 @@ def test_padding_mask():
     assert padding_mask(tokens, pad_id=0).tolist() == [[[True, True, False, False]],
                                                        [[True, False, False, False]]]
     assert padding_mask(tokens, 0).shape == (2, 1, 4)
+    # a negative pad_id matches no token, so it would mask nothing: refused
+    with pytest.raises(ValueError, match=r"^pad_id must be an integer >= 0, but got -1$"):
+        padding_mask(tokens, pad_id=-1)
 
 
 @pytest.mark.parametrize("path", ["reference", "fused"])

@@ -136,6 +136,8 @@ def test_pad_and_tokenize():
 def test_pad_of_nothing_and_ids_outside_the_vocabulary_are_refused():
     with pytest.raises(ValueError, match="^seqs is empty: expected at least one list of ids$"):
         pad([], 0)
+    with pytest.raises(ValueError, match=r"^pad_id must be an integer >= 0, but got -1$"):
+        pad([[4, 5]], -1)                                          # ids start at 0
     v = Vocab(["a", "b"])
     assert v.decode([4, 5, v.eos_id, 99]) == ["a", "b"]            # nothing after EOS is read
     for bad in (-1, len(v.itos)):                                  # -1 would read the last word

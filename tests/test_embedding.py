@@ -170,7 +170,7 @@ def test_one_unbatched_sequence_gets_the_same_positions_as_a_batch_of_one():
         torch.testing.assert_close(pe(x), pe(x[None])[0])
         torch.testing.assert_close(pe(x, start=2), pe(x[None], start=2)[0])
         assert not torch.equal(pe(x), pe(x, start=2))           # the positions really are added
-        with pytest.raises(ValueError, match=f"^positions 6..10 exceeds max_len=10 of {type(pe).__name__}$"):
+        with pytest.raises(ValueError, match=f"^positions 6..10 go past the last position 9 for max_len=10 of {type(pe).__name__}$"):
             pe(x, start=6)
     with pytest.raises(ValueError, match=r"^x: expected shape \(L, 12\), but got \(5, 3\)$"):
         SinusoidalPositionalEncoding(D, 10)(torch.randn(5, 3))

@@ -202,7 +202,9 @@ def test_tied_output_and_parameter_count():
     (dict(activation="swish"), "activation must be one of .*'swish'"),
     (dict(dropout=1.0), r"dropout must be in \[0, 1\), but got 1.0"),
     (dict(dropout=-0.1), r"dropout must be in \[0, 1\), but got -0.1"),
-    (dict(pad_id=2, eos_id=2), "eos_id and pad_id must differ, but both are 2"),
+    (dict(pad_id=2, eos_id=2), r"eos_id and pad_id must differ, but both are 2 \(if pad_id was changed on a "
+                               r"built config, e\.g\. with dataclasses\.replace, the eos_id it filled in "
+                               r"was not: pass it too\)$"),
     (dict(eos_id=29), "eos_id=29 is not a valid id for vocab_size=29"),
     (dict(n_layers=0), "n_layers must be a positive integer, but got 0"),
     (dict(dropout="0.1"), r"dropout must be in \[0, 1\), but got '0.1'"),
@@ -1050,3 +1052,12 @@ def test_a_compiled_gpt_with_rope_and_gqa_decodes_from_its_cache_as_the_eager_on
             torch.testing.assert_close(step(tokens, compiled), model(tokens, cache=eager))
             tokens = torch.randint(4, 20, (2, 1))
     assert compiled.length == eager.length == 6
+
+
+def test_a_top_k_of_the_vocabulary_or_more_keeps_every_token():
+    from tf_tutorial.gpt import sampling_probs
+    logits = torch.randn(3, 7, generator=torch.Generator().manual_seed(0))
+    whole = sampling_probs(logits)
+    for k in (7, 8, 100):                                  # as Hugging Face's filter: no error
+        torch.testing.assert_close(sampling_probs(logits, top_k=k), whole, rtol=0, atol=0)
+    assert (sampling_probs(logits, top_k=6) == 0).sum(-1).tolist() == [1, 1, 1]

@@ -157,3 +157,27 @@ def test_a_layer_norm_without_weights_takes_float64_inputs_as_torchs_does():
     got = from_torch(ref)(x)
     assert got.dtype == torch.float64
     torch.testing.assert_close(got, ref(x), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("convert", ["torch_attn_mask", "torch_key_padding_mask"])
+def test_the_mask_converters_refuse_what_is_not_a_boolean_mask(convert):
+    import tf_tutorial.interop as interop
+    fn = getattr(interop, convert)
+    # ~ on an integer mask flips bits (1 -> -2), it does not negate: refused
+    for bad in (torch.ones(2, 1, 3, dtype=torch.long), torch.ones(2, 1, 3, dtype=torch.uint8),
+                torch.ones(2, 1, 3)):
+        with pytest.raises(ValueError, match=rf"^allowed must be boolean \(True = may attend\), "
+                                             rf"but got dtype {bad.dtype}$"):
+            fn(bad)
+    with pytest.raises(TypeError, match="^allowed must be a boolean torch.Tensor .* but got list$"):
+        fn([[[True]]])
+    keep = torch.tensor([[[True, True, False]], [[True, False, False]]])
+    flipped = fn(keep)
+    assert flipped.dtype == torch.bool and torch.equal(flipped.reshape(keep.shape), ~keep)
+
+
+def test_a_padding_mask_of_the_wrong_shape_is_named():
+    from tf_tutorial.interop import torch_key_padding_mask
+    with pytest.raises(ValueError, match=r"^allowed: expected a padding mask of shape \(B, 1, S\), "
+                                         r"but got \(2, 3, 3\)$"):
+        torch_key_padding_mask(torch.ones(2, 3, 3, dtype=torch.bool))

@@ -44,6 +44,20 @@ def test_a_default_id_too_large_for_a_tiny_vocabulary_says_it_is_the_default():
         TransformerConfig(**{**SMALL, "tgt_vocab_size": 5}, eos_id=7)
 
 
+def test_moving_pad_id_on_a_built_config_says_to_pass_the_filled_in_ids():
+    import dataclasses
+    cfg = TransformerConfig(**SMALL)                     # bos 1, eos 2 filled in
+    with pytest.raises(ValueError, match=r"^bos_id=1 must be an id .* other than pad_id=1 \(if pad_id "
+                                         r"was changed on a built config, e\.g\. with dataclasses\.replace, "
+                                         r"the bos_id and eos_id it filled in were not: pass them too\)$"):
+        dataclasses.replace(cfg, pad_id=1)
+    moved = dataclasses.replace(cfg, pad_id=1, bos_id=0, eos_id=2)
+    assert (moved.pad_id, moved.bos_id, moved.eos_id) == (1, 0, 2) == (
+        lambda c: (c.pad_id, c.bos_id, c.eos_id))(TransformerConfig(**SMALL, pad_id=1))
+    with pytest.raises(ValueError, match=r"other than pad_id=0$"):   # an id out of range: no hint
+        TransformerConfig(**SMALL, bos_id=-1)
+
+
 def test_base_parameter_count_matches_torch_nn_transformer():
     """Base model, shared 37k vocabulary: nn.Transformer's count, minus its two final norms
     (absent in Post-LN), plus one shared embedding table."""

@@ -292,10 +292,25 @@ def test_checkpoint_errors(corpus, tmp_path):
     bad.write_bytes(b"not a checkpoint")
     with pytest.raises(CheckpointError, match="not a readable checkpoint"):
         load_checkpoint(bad)
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(CheckpointError, match=r"empty\.pt is not a readable checkpoint \(the file ends too "
+                                              r"early: empty or cut short\)$"):
+        load_checkpoint(tmp_path / "empty.pt")
     with pytest.raises(FileNotFoundError, match="does not exist"):   # a CheckpointError too
         load_checkpoint(tmp_path / "nowhere.pt")
     with pytest.raises(CheckpointError, match="does not exist"):
         load_checkpoint(tmp_path / "missing.pt")
+
+
+def test_a_long_load_error_is_cut_at_a_word(tmp_path, monkeypatch):
+    def refuse(*args, **kwargs):
+        raise RuntimeError("word " * 40 + "\nsecond line")
+    monkeypatch.setattr(torch, "load", refuse)
+    (tmp_path / "x.pt").write_bytes(b"x")
+    with pytest.raises(CheckpointError) as info:
+        load_checkpoint(tmp_path / "x.pt")
+    reason = str(info.value).split("(torch.load: RuntimeError: ", 1)[1]
+    assert reason.endswith("word …)") and len(reason) <= 125 and "second" not in reason
 
 
 class _RunsCodeWhenUnpickled:
@@ -313,7 +328,9 @@ def test_reading_a_checkpoint_runs_no_code_from_the_file(corpus, tmp_path):
     marker = tmp_path / "code-ran"
     state["history"]["note"] = _RunsCodeWhenUnpickled(marker)
     torch.save(state, tmp_path / "tampered.pt")
-    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match=r"not a readable checkpoint \(.*torch\.load\(weights_only=True\): "
+                                              r"Unsupported global: GLOBAL \S+ was not an allowed "
+                                              r"global by default\)$"):
         load_checkpoint(tmp_path / "tampered.pt")
     assert not marker.exists()
     torch.load(tmp_path / "tampered.pt", weights_only=False)  # the danger is real: the test can fail

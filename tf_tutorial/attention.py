@@ -20,8 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from tf_tutorial._checks import (bad_value, broadcast_shape, require_dropout,
-                                 require_flags, require_ids, require_tensors,
-                                 require_token_id)
+                                 require_counts, require_flags, require_ids,
+                                 require_tensors, require_token_id)
 
 
 def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -58,18 +58,28 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         check_mask(mask, (*lead, q.shape[-2], k.shape[-2]))
 
 
+def require_bool_mask(mask, name: str = "mask") -> None:
+    """掩码必须是布尔型张量（True 表示可以看），否则报错。
+
+    TypeError unless ``mask`` is a tensor, ValueError unless it is boolean:
+    an integer mask would be flipped bit by bit by ``~`` (1 → -2), not
+    negated.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a boolean torch.Tensor (True = may "
+                        f"attend), but got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(f"{name} must be boolean (True = may attend), "
+                         f"but got dtype {mask.dtype}")
+
+
 def check_mask(mask: torch.Tensor, target: tuple) -> None:
     """检查掩码是布尔型，并且能广播到注意力分数的形状，否则报错。
 
     Raise ValueError unless ``mask`` is boolean and broadcasts to ``target``
     (..., T, S); TypeError if it is not a tensor.
     """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a boolean torch.Tensor (True = may "
-                        f"attend), but got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise ValueError(f"mask must be boolean (True = may attend), "
-                         f"but got dtype {mask.dtype}")
+    require_bool_mask(mask)
     # a mask per sentence, (B, 1, S) or (B, T, S), against scores with heads
     # (B, H, T, S): broadcasting aligns from the right, so its B meets the
     # heads. When B != H that fails; when B == H it is legal broadcasting
@@ -192,6 +202,7 @@ def padding_mask(tokens: torch.Tensor, pad_id: int) -> torch.Tensor:
     """
     require_ids(tokens, lead="B, S")
     require_token_id(pad_id=pad_id)
+    require_counts(pad_id=pad_id)    # -1 would match nothing: no mask at all
     return (tokens != pad_id)[:, None, :]
 
 

@@ -132,9 +132,10 @@ class _PositionalBase(nn.Module):
         require_counts(start=start)
         L = x.shape[-2]
         if start + L > self.max_len:
-            where = (f"positions {start}..{start + L - 1}" if start
-                     else f"sequence length {L}")
-            raise ValueError(f"{where} exceeds max_len={self.max_len} "
+            where = (f"positions {start}..{start + L - 1} go past the last "
+                     f"position {self.max_len - 1} for" if start
+                     else f"sequence length {L} exceeds")
+            raise ValueError(f"{where} max_len={self.max_len} "
                              f"of {type(self).__name__}")
         return L
 

@@ -119,7 +119,10 @@ class GPTConfig:
                                 f"a valid id for vocab_size={self.vocab_size}")
         if self.eos_id == self.pad_id:
             raise ValueError("eos_id and pad_id must differ, "
-                             f"but both are {self.pad_id}")
+                             f"but both are {self.pad_id} (if pad_id was "
+                             "changed on a built config, e.g. with "
+                             "dataclasses.replace, the eos_id it filled in "
+                             "was not: pass it too)")
         require_choice("positions", self.positions, POSITIONS)
         require_choice("activation", self.activation, ACTIVATIONS)
         _require_parts(self.norm, self.n_kv_heads)
@@ -400,9 +403,11 @@ def sampling_probs(logits: torch.Tensor, temperature: float = 1.0,
     The distribution :func:`sample` draws from: softmax(logits / temperature),
     restricted to the ``top_k`` most likely tokens, then to the nucleus (the
     fewest most likely tokens whose probability adds up to at least ``top_p``),
-    renormalised. logits (..., |V|) → (..., |V|). A +inf logit is certainty:
-    the +inf tokens of a row share all its probability. A row whose logits are
-    all -inf has no distribution: its probabilities come out NaN.
+    renormalised; a ``top_k`` of |V| or more keeps every token, as Hugging
+    Face's top-k filter does. logits (..., |V|) → (..., |V|). A +inf logit
+    is certainty: the +inf tokens of a row share all its probability. A row
+    whose logits are all -inf has no distribution: its probabilities come out
+    NaN.
     """
     _check_sampling(temperature, top_k, top_p, logits)
     # float64 stays

@@ -15,6 +15,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from tf_tutorial.attention import require_bool_mask
+
 _CONVERTERS: dict[type, Callable[[nn.Module], nn.Module]] = {}
 
 
@@ -132,6 +134,7 @@ def torch_attn_mask(allowed: torch.Tensor) -> torch.Tensor:
     Our mask (True = may attend) → ``nn.MultiheadAttention``'s ``attn_mask``
     (True = blocked).
     """
+    require_bool_mask(allowed, "allowed")
     return ~allowed
 
 
@@ -140,8 +143,10 @@ def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
 
     Our padding mask (B, 1, S), True = real token → PyTorch's
     ``key_padding_mask`` (B, S), True = padding."""
+    require_bool_mask(allowed, "allowed")
     if allowed.dim() != 3 or allowed.shape[1] != 1:
-        raise ValueError(f"expected a padding mask of shape (B, 1, S), "
+        raise ValueError(f"allowed: expected a padding mask of shape "
+                         f"(B, 1, S), "
                          f"but got {tuple(allowed.shape)}")
     return ~allowed[:, 0]
 

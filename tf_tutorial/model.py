@@ -122,7 +122,11 @@ class TransformerConfig:
                     f"(size {self.tgt_vocab_size}) other than "
                     f"pad_id={self.pad_id}"
                     + (f" ({name}={value} is the default: pass {name} for a "
-                       "vocabulary this small)" if name in defaults else ""))
+                       "vocabulary this small)" if name in defaults else "")
+                    + (" (if pad_id was changed on a built config, e.g. with "
+                       "dataclasses.replace, the bos_id and eos_id it filled "
+                       "in were not: pass them too)" if value == self.pad_id
+                       and name not in defaults else ""))
         if self.bos_id == self.eos_id:   # decoding would never stop
             raise ValueError(f"bos_id={self.bos_id} and eos_id={self.eos_id} "
                              f"must be different ids")

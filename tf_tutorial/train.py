@@ -354,6 +354,27 @@ def checkpoint_path(path, name: str = "path") -> Path:
     return path / "checkpoint.pt" if path.is_dir() else path
 
 
+def _load_failure(e: Exception) -> str:
+    """Why torch.load refused a file, in one line: the weights-only
+    unpickler's own reason (not its page of advice to turn the check off),
+    or the first line of any other error, cut at a word."""
+    text = str(e).strip()
+    marker = "WeightsUnpickler error:"
+    if marker in text:
+        detail = text.split(marker, 1)[1].strip().splitlines()[0]
+        detail = detail.split(". ")[0].strip()   # not the advice that follows
+        return ("not a file torch.save wrote, or one holding objects other "
+                "than tensors, numbers, strings, lists and dicts; "
+                f"torch.load(weights_only=True): {detail}")
+    if isinstance(e, EOFError):
+        return "the file ends too early: empty or cut short"
+    first = (text.splitlines() or [""])[0]
+    if len(first) > 120:
+        cut = first.rfind(" ", 0, 120)
+        first = first[:cut if cut > 0 else 120] + " …"
+    return f"torch.load: {type(e).__name__}" + (f": {first}" if first else "")
+
+
 def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
     """读取训练检查点；给出 ``cfg`` 时还检查它与这次训练的配置一致。
 
@@ -370,10 +391,8 @@ def load_checkpoint(path, cfg: TrainConfig | None = None) -> dict:
             f"checkpoint {path} does not exist") from None
     except Exception as e:  # noqa: BLE001 - any unpickling failure means
         # the file is unusable
-        reason = (str(e).strip().splitlines() or [""])[0][:120]
         raise CheckpointError(f"checkpoint {path} is not a readable checkpoint "
-                              f"(torch.load: {type(e).__name__}"
-                              + (f": {reason}" if reason else "") + ")") from None
+                              f"({_load_failure(e)})") from None
     if (not isinstance(state, dict) or "train_config" not in state
             or "model" not in state):
         raise CheckpointError(

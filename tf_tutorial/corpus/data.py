@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from tf_tutorial._checks import (WrongTypeError, _is_integer, require_flags, require_integers, require_sizes,
+from tf_tutorial._checks import (WrongTypeError, _is_integer, require_counts, require_flags, require_integers, require_sizes,
                                  require_token_id)
 from tf_tutorial.corpus.grammar import ONES, SCALES, TENS, TITLES, Grammar, number_en
 
@@ -430,6 +430,7 @@ def pad(seqs, pad_id: int) -> torch.Tensor:
     Lists of ids → (B, L) LongTensor, right-padded with ``pad_id``.
     """
     require_token_id(pad_id=pad_id)          # True would pad with 1, BOS
+    require_counts(pad_id=pad_id)            # ids start at 0
     if not len(seqs):
         raise ValueError("seqs is empty: expected at least one list of ids")
     out = torch.full((len(seqs), max(len(s) for s in seqs)), pad_id, dtype=torch.long)
