@@ -56,6 +56,20 @@ def test_top_k_mask_takes_the_k_largest_and_of_equal_values_the_first():
     assert top_k_mask(torch.tensor([2.0, 5.0, 5.0, 5.0, 1.0]), 2).tolist() == [False, True, True, False, False]
 
 
+def test_top_k_mask_names_a_k_the_rows_cannot_give():
+    x = torch.randn(2, 3)
+    assert top_k_mask(x, 3).all()                          # k = n: every value
+    for k in (0, 4, -1):     # was torch's 'selected index k out of range' or a size mismatch
+        with pytest.raises(ValueError, match=rf"^k must be an integer from 1 to x's last dimension 3, "
+                                             rf"but got {k} \(x has shape \(2, 3\)\)$"):
+            top_k_mask(x, k)
+    for k in (2.0, True):
+        with pytest.raises(TypeError, match=rf"^k must be an integer .* but got {k}"):
+            top_k_mask(x, k)
+    with pytest.raises(ValueError, match=r"^x: expected shape \(\.\.\., n\)"):
+        top_k_mask(torch.tensor(1.0), 1)
+
+
 @pytest.mark.parametrize("tied", ["all", "some"])
 def test_beam_of_one_is_greedy_when_scores_tie(src, tied):
     """Equal scores go to the lowest id in both searches, as argmax takes (topk's order among ties is arbitrary)."""

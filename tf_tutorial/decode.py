@@ -16,10 +16,10 @@ import functools
 
 import torch
 
-from tf_tutorial._checks import (bad_value, require_fits, require_flags,
-                                 require_ids, require_nonnegative,
-                                 require_sizes, require_tensors,
-                                 require_token_id)
+from tf_tutorial._checks import (_is_integer, bad_value, require_fits,
+                                 require_flags, require_ids,
+                                 require_nonnegative, require_sizes,
+                                 require_tensors, require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer, require_pair
 
@@ -46,6 +46,19 @@ def _never_emit(logits: torch.Tensor, *ids: int) -> torch.Tensor:
     return logits
 
 
+def _require_k(x, k) -> None:
+    """x a tensor (..., n) and 1 <= k <= n, or an error naming k."""
+    require_tensors(x=x)
+    if x.dim() == 0:
+        raise ValueError("x: expected shape (..., n), rows to pick from, "
+                         "but got a 0-d tensor")
+    n = x.shape[-1]
+    if not _is_integer(k) or not 1 <= k <= n:
+        raise bad_value(_is_integer(k), f"k must be an integer from 1 to "
+                        f"x's last dimension {n}, but got {k!r} "
+                        f"(x has shape {tuple(x.shape)})")
+
+
 def top_k_mask(x: torch.Tensor, k: int) -> torch.Tensor:
     """每行最大的 k 个值的位置；值相同时编号小的优先，和 ``argmax`` 一样。
 
@@ -55,6 +68,7 @@ def top_k_mask(x: torch.Tensor, k: int) -> torch.Tensor:
     could leave greedy's path where two scores tie, and ``top_k=1`` keep
     another token than greedy takes (chapter 11). No sort, no device sync.
     """
+    _require_k(x, k)
     kth = x.topk(k, dim=-1).values[..., -1:]           # k-th largest (..., 1)
     at = x == kth
     room = k - (x > kth).sum(-1, keepdim=True)         # places left for ties
@@ -228,7 +242,9 @@ def beam_search(model: Transformer, src: torch.Tensor,
     follows them (``reorder``). A finished hypothesis keeps its score frozen
     (it can only add <pad>, at no cost) and competes with the unfinished ones:
     once k continuations score higher it leaves the beam for good (there is
-    no separate store of finished hypotheses).
+    no separate store of finished hypotheses). A beam wider than the first
+    steps can fill (k > V − 2 at step 1) carries -inf beams until there are
+    enough prefixes; only memory limits k (B·k rows).
     ``trace``: a list that receives each step's beams, sentence by sentence,
     as nested Python lists: ``tokens`` (B, k, t) ids, ``logp`` (B, k),
     ``done`` (B, k); then a last entry that adds ``length`` and the
