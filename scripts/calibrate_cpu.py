@@ -83,7 +83,8 @@ def probe(name: str, corpus, overrides: dict, steps: int = 150) -> float:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.calibrate_cpu",
+                                description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", choices=sorted(VARIANTS), help="variants to run (default: all)")
     p.add_argument("--probe", action="store_true", help="only measure steps per second")
     p.add_argument("--out", type=Path, default=RECORD)

@@ -116,13 +116,23 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m scripts.sync_book",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="book/*.md (default: all in _toc.yml)")
     parser.add_argument("--no-execute", action="store_true", help="keep existing outputs")
     args = parser.parse_args(argv)
+    known = {p.resolve() for p in chapter_notebooks()}
+    for md in args.chapters:             # all checked before any is rewritten
+        if md.resolve() not in known:
+            parser.error(f"{md}: expected a notebook chapter listed in _toc.yml "
+                         "(book/*.md with a jupytext header)"
+                         + ("" if md.exists() else "; no such file"))
     url = repo_url()
     for md in [p.resolve() for p in args.chapters] or chapter_notebooks():
-        set_install_url(md, url)
+        try:
+            set_install_url(md, url)
+        except ValueError as e:          # a chapter without an install cell
+            parser.error(str(e))
         out = build_notebook(md, execute=not args.no_execute)
         print(f"{md.relative_to(ROOT)} -> {out.relative_to(ROOT)}")
     return 0

@@ -112,6 +112,28 @@ def test_float16_scores_whose_raw_product_overflows_stay_finite():
     torch.testing.assert_close(slow, mha(x, x, x))
 
 
+def test_float16_scores_that_overflow_even_after_scaling_stay_finite():
+    """q·k/√4 = 300·300·4/2 = 180000 passes 65504 too: the scores are computed in float32,
+    as the fused kernels keep them, so asking for the weights cannot turn the output into NaN."""
+    from tf_tutorial.attention import grouped_query_attention
+    from tf_tutorial.flash import flash_attention
+    from tf_tutorial.multihead import MultiHeadAttention
+
+    q = torch.full((1, 1, 1, 4), 300.0, dtype=torch.float16)
+    k = torch.cat([q, -q], dim=2)                                   # (1, 1, 2, 4)
+    v = torch.randn(1, 1, 2, 4, generator=torch.Generator().manual_seed(0)).half()
+    assert (q / 2 @ k.mT).isinf().all()                           # scaling first is not enough
+    ref = F.scaled_dot_product_attention(q, k, v)
+    out, weights = scaled_dot_product_attention(q, k, v)
+    assert torch.equal(weights, torch.tensor([[[[1.0, 0.0]]]])) and torch.equal(out, ref)
+    assert torch.equal(grouped_query_attention(q, k, v), ref) and torch.equal(flash_attention(q, k, v), ref)
+    mha = MultiHeadAttention(8, 2).half()
+    x = torch.randn(1, 3, 8, generator=torch.Generator().manual_seed(1)).half() * 1000
+    slow, _ = mha(x, x, x, return_weights=True)
+    assert slow.isfinite().all()
+    torch.testing.assert_close(slow, mha(x, x, x))                # the fused path's answer
+
+
 def test_gradcheck_float64():
     q, k, v = (t[:1, :1].clone().requires_grad_() for t in qkv())
     mask = random_mask()[:1]

@@ -742,3 +742,18 @@ def test_a_stored_slow_run_is_caught(tmp_path):
         nbformat.v4.new_output("stream", name="stdout", text="1500 步，训练 1137 秒（含其间的验证）\n")])])
     nbformat.write(nb, tmp_path / "slow.ipynb")
     assert stored_training_seconds(tmp_path / "slow.ipynb") == [1137]
+
+
+@pytest.mark.parametrize("name, missing", [("book/nonexist.md", True), ("README.md", False),
+                                           ("book/intro.md", False)])
+def test_sync_book_names_what_is_not_a_notebook_chapter_and_writes_nothing(name, missing, capsys, monkeypatch):
+    """A mistyped path was a FileNotFoundError traceback; README.md (it holds the install marker)
+    was turned into a README.ipynb."""
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(SystemExit) as info:
+        sync_book.main([name, "--no-execute"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2
+    assert err.endswith(f"error: {name}: expected a notebook chapter listed in _toc.yml (book/*.md with a "
+                        f"jupytext header){'; no such file' if missing else ''}\n")
+    assert not (ROOT / name).with_suffix(".ipynb").exists()

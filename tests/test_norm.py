@@ -179,6 +179,15 @@ def test_in_float16_the_written_out_path_zeroes_a_row_whose_squares_overflow_as_
     torch.testing.assert_close(fused.float(), exact, atol=1e-2, rtol=1e-2)
 
 
+def test_in_float32_both_paths_overflow_only_near_1e19_as_documented():
+    x = torch.zeros(2, 8)
+    x[0, 0], x[1, 0] = 1e20, 1e18
+    plain, fused, torch_ln = LayerNorm(8, fused=False)(x), LayerNorm(8)(x), nn.LayerNorm(8)(x)
+    assert (plain[0] == 0).all() and fused[0].isnan().all() and torch_ln[0].isnan().all()
+    torch.testing.assert_close(plain[1], torch_ln[1])          # 1e18 is still fine on both
+    torch.testing.assert_close(fused[1], torch_ln[1])
+
+
 def test_a_printed_layer_norm_shows_its_width_and_eps():
     """Printed inside an encoder layer, LayerNorm() told nothing; nn.LayerNorm shows both."""
     assert repr(LayerNorm(8)) == "LayerNorm(8, eps=1e-05)"

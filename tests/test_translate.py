@@ -5,6 +5,7 @@ joining, errors), comparing with greedy_decode / beam_search on the same ids of 
 """
 import dataclasses
 import io
+import os
 import re
 import subprocess
 import sys
@@ -89,6 +90,20 @@ def test_normalise_reads_a_typed_sentence_as_the_corpus_writes_it():
     assert normalise("They won't go.", w) == ["they", "will", "not", "go", "."]
     assert normalise("I love China!!", v) == normalise("I love China...", v) == ["I", "love", "China", "."]
     assert normalise("Does he run?!", v)[-2:] == ["run", "?"]
+
+
+def test_normalise_reads_other_typed_forms_or_names_them(t):
+    v = t.src_vocab
+    assert normalise("I love\u200b China\u2060.", v) == normalise("I love China.", v)  # zero-width
+    assert normalise("He can't run.", v)[:3] == ["he", "can", "not"]          # was can ' t
+    assert normalise("He hasn't run.", v)[:3] == ["he", "has", "not"]
+    assert normalise("They shan't go.", v)[:3] == ["they", "shall", "not"]
+    for typed, number in (("10 000", "000"), ("1,0000", "0000"), ("05", "05")):
+        with pytest.raises(ValueError, match=rf"^number {number} starts with 0: write a number without "
+                                             r"leading zeros or spaces inside it \(10000 or 10,000, not 10 000\)$"):
+            normalise(f"I bought {typed} books.", v)
+    with pytest.raises(ValueError, match=r"^text holds the byte 0xff, which is not UTF-8"):
+        normalise("I love China\udcff.", v)                 # as stdin reads it (surrogateescape)
 
 
 @pytest.mark.parametrize("number", ["3.5", "-5", "1,000.5", "0.5"])
@@ -405,6 +420,19 @@ def test_python_dash_m_with_beam(ckpt, t):
     r = subprocess.run([sys.executable, "-m", "tf_tutorial.translate", ckpt, "--beam", "2", "--device", "cpu",
                         "The dog bites the man."], capture_output=True, text=True, timeout=120)
     assert (r.returncode, r.stdout, r.stderr) == (0, want + "\n", "")
+
+
+def test_cli_a_line_that_is_not_utf8_is_that_lines_error_whatever_the_locale(ckpt, t):
+    """Python's strict stdin decoding (PYTHONIOENCODING=utf-8:strict, or a locale without
+    surrogateescape) ended the whole run with a UnicodeDecodeError traceback."""
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    r = subprocess.run([sys.executable, "-m", "tf_tutorial.translate", ckpt, "--device", "cpu"],
+                       input=b"I love China\xff.\nThe dog bites the man.\n", capture_output=True,
+                       env=env, timeout=120)
+    assert r.returncode == 1
+    assert r.stderr.decode() == (f"{PROG}: line 1: text holds the byte 0xff, which is not UTF-8: "
+                                 "save the text as UTF-8\n")
+    assert r.stdout.decode().split("\n") == ["", t("The dog bites the man."), ""]
 
 
 @pytest.mark.parametrize("arguments, expected", [

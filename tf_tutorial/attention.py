@@ -122,11 +122,14 @@ def scaled_dot_product_attention(
         sums to 1. out has v's dtype; the weights stay in at least float32.
     """
     _check_inputs(q, k, v, mask, dropout_p=dropout_p)
-    # scale q before the product, not after: in float16 the raw q·k can
-    # pass 65504 (and become inf) while q·k / √d_k is an ordinary number
-    scores = q / math.sqrt(q.shape[-1]) @ k.transpose(-2, -1)  # (..., T, S)
+    # the scores in at least float32 (float64 stays), as fused kernels keep
+    # them: in float16, q·k can pass 65504 and become inf, then NaN
+    hi = torch.promote_types(q.dtype, torch.float32)
+    # and q scaled before the product: under fp16 autocast the product
+    # runs in float16 all the same, where q·k / √d_k overflows later
+    scores = (q.to(hi) / math.sqrt(q.shape[-1])
+              @ k.to(hi).transpose(-2, -1))                  # (..., T, S)
     # softmax in at least float32, also under bf16/fp16 autocast
-    # (float64 stays float64)
     scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)

@@ -37,7 +37,10 @@ class LayerNorm(nn.Module):
             rounds to 0 there, and a feature more than about 256 from its
             row's mean overflows (x − μ)² to inf, so the whole row normalises
             to 0 and comes out as β (chapter 5); ``F.layer_norm`` keeps its
-            statistics in float32 and has neither problem.
+            statistics in float32 and has neither problem. In float32 both
+            overflow only near 1e19 and beyond (the square root of float32's
+            largest number is 1.8e19): the written-out path then gives β,
+            ``F.layer_norm`` NaN, as ``nn.LayerNorm`` does.
     Shape:
         x (..., D) → (..., D).
     """

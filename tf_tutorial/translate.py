@@ -280,6 +280,8 @@ def _main(argv=None) -> int:
             return 0
     except ValueError as e:                # CheckpointError too
         parser.error(str(e))
+    if hasattr(sys.stdin, "reconfigure"):   # a byte that is not UTF-8: that
+        sys.stdin.reconfigure(errors="surrogateescape")   # line's error only
     status, lines = 0, enumerate(sys.stdin, 1)
     # typed lines are answered at once; piped ones batched
     block = 1 if sys.stdin.isatty() else 256

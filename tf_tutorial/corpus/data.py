@@ -125,6 +125,10 @@ _NOT_WHOLE = re.compile(r"(?<![\w.])-?\d[\d,]*\.\d+|(?<![\w-])-\d[\d,]*")   # 3.
 _CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
     (r"\b(do|does|did|is|are|was|were)n't\b", r"\1 not"),                # doesn't → does not
     (r"\b(w)on't\b", r"\1ill not"),                                       # won't → will not
+    (r"\b(ca)n't\b", r"\1n not"),                                         # can't → can not
+    (r"\b(sha)n't\b", r"\1ll not"),                                       # shan't → shall not
+    # any other n't (hasn't, wouldn't): its words, even if the model does not know them
+    (r"\b(\w+)n't\b", r"\1 not"),
     (r"\b(I)'m\b", r"\1 am"),                                             # I'm → I am
     (r"\b(you|we|they)'re\b", r"\1 are"),                                 # they're → they are
     (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"),                      # we'll → we will
@@ -144,6 +148,9 @@ def _not_whole(number: str) -> str:
 
 
 def _number_words(match: re.Match) -> str:
+    if match.group().startswith("0") and len(match.group()) > 1:     # 000 of "10 000", 05
+        raise ValueError(f"number {match.group()} starts with 0: write a number without leading "
+                         "zeros or spaces inside it (10000 or 10,000, not 10 000)")
     n = int(match.group().replace(",", ""))
     if not 1 <= n < 10**9:
         raise ValueError(_not_whole(match.group()))
@@ -238,12 +245,14 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
     A typed English sentence → tokens written the way the corpus writes them.
 
-    In order: full-width characters typed with a Chinese input method become
+    In order: invisible format characters go (a byte-order mark, a zero-width space); full-width
+    characters typed with a Chinese input method become
     their ASCII forms (。，？！ and full-width digits: Unicode NFKC, plus 。 → . and
     、 → ,), ‘ and ’ become ', and quotes and brackets go ("“I love China”" → I love
     China .); digits become number words (305000 and 305,000 → three hundred and five
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes ".";
-    "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", and "I'm",
+    "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", any other
+    n't its two words (can't → can not, shan't → shall not, hasn't → has not), and "I'm",
     "you're", "we'll", "he's" their long forms (am, are, will, is: the words the corpus has; after
     he, she, it, that, there, what and who 's is "is", never the possessive, except for the
     surname He after a title: Professor He's book); "twenty-two" becomes
@@ -262,13 +271,19 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     Returns:
         The tokens, e.g. "The dog bites the man!" → ['the', 'dog', 'bites', 'the', 'man', '.'].
     Raises:
-        ValueError: an empty sentence (or one of punctuation only), or a number out of range or
-            not whole (3.5, -5).
+        ValueError: an empty sentence (or one of punctuation only), a number out of range or
+            not whole (3.5, -5) or with a leading 0 (05, and the 000 of "10 000"), or text with a
+            byte that is not UTF-8 (read with errors="surrogateescape", as stdin is).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (one sentence), but got {type(text).__name__}")
-    # a byte-order mark (a Windows editor's first line) is not a word
-    given = text.replace("\ufeff", "").strip()
+    # invisible format characters (a Windows editor's byte-order mark, a zero-width space
+    # pasted from the web) are not words
+    given = "".join(c for c in text if unicodedata.category(c) != "Cf").strip()
+    undecoded = re.search("[\udc80-\udcff]", given)     # a byte read with surrogateescape
+    if undecoded:
+        raise ValueError(f"text holds the byte 0x{ord(undecoded.group()) - 0xdc00:02x}, "
+                         "which is not UTF-8: save the text as UTF-8")
     text = unicodedata.normalize("NFKC", given).translate(_TYPED)
     bad = _NOT_WHOLE.search(text)
     if bad:
