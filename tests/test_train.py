@@ -88,6 +88,36 @@ def test_resume_continues_the_same_loss_curve(corpus, tmp_path):
     assert resumed.history["loss"] == pytest.approx(straight, rel=1e-5)
 
 
+def test_resume_trains_on_the_checkpoints_corpus_and_refuses_another(corpus, tmp_path):
+    """The fixture's corpus has seed 0 and TINY a seed of its own: resuming without a corpus rebuilt
+    make_corpus(n_train, seed=cfg.seed), another train/test split with the same words, silently."""
+    cfg = TINY.with_changes(seed=5, steps=4, eval_every=2)
+    train(cfg, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=2)
+    saved = load_checkpoint(tmp_path)["corpus"]
+    assert {k: saved[k] for k in corpus.identity()} == corpus.identity()
+    assert (saved["seed"], saved["n_train"], saved["n_longer"], saved["n_deeper"]) == (0, 1500, 5, 5)
+    resumed = train(cfg, out_dir=tmp_path, resume=tmp_path, progress=False)   # no corpus given
+    assert resumed.corpus.train == corpus.train and resumed.corpus.test == corpus.test
+    other = make_corpus(n_train=1500, n_valid=100, n_test=50, n_longer=5, n_deeper=5, seed=5)
+    train(cfg.with_changes(steps=2), out_dir=tmp_path / "b", corpus=corpus, progress=False)
+    with pytest.raises(CheckpointError, match=r"^resume: checkpoint .* was trained on another corpus \(seed 0, "
+                                              r"1500/100/50 train/valid/test pairs, corpus version \d+\) than the "
+                                              r"one given \(seed 5, 1500/100/50 "):
+        train(cfg, resume=tmp_path / "b", corpus=other, progress=False)
+    # a record this package would now draw differently (another corpus version): named, not trained on
+    state = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
+    state["corpus"]["sha256"] = "0" * 64
+    torch.save(state, tmp_path / "b" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=r"than this package draws from that record today"):
+        train(cfg, resume=tmp_path / "b", progress=False)
+    # a checkpoint from before the record: its vocabularies are compared at least
+    del state["corpus"]
+    state["src_itos"] = state["src_itos"][:-1]
+    torch.save(state, tmp_path / "b" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=r"was trained with other vocabularies than this corpus$"):
+        train(cfg, resume=tmp_path / "b", corpus=corpus, progress=False)
+
+
 def test_on_eval_sees_every_evaluation_and_its_time_is_not_training_time(corpus, monkeypatch):
     import tf_tutorial.train as train_module
     clock = [0.0]                      # a clock that only on_eval moves: training takes no time
@@ -212,6 +242,26 @@ def test_numpy_integers_in_a_training_configuration_are_kept_as_plain_ints():
     assert [type(v) for v in (cfg.seed, cfg.steps, cfg.batch_tokens)] == [int, int, int]
     assert json.loads(json.dumps(dataclasses.asdict(cfg)))["seed"] == 3
     assert cfg == dataclasses.replace(TINY, seed=3, steps=4, batch_tokens=500)
+
+
+def test_numpy_floats_and_bools_in_any_configuration_save_in_a_readable_checkpoint(corpus, tmp_path):
+    """A grid over np.linspace trained and saved, but the checkpoint held NumPy scalars, which
+    load_checkpoint (weights_only=True) refused: --resume and load_translator could not use it."""
+    import numpy as np
+    from tf_tutorial.gpt import GPTConfig
+    cfg = TINY.with_changes(lr_scale=np.float64(0.5), clip=np.float32(2.0), dropout=np.float64(0.1),
+                            label_smoothing=np.float64(0.05), norm_first=np.bool_(True), steps=2)
+    values = dataclasses.astuple(cfg)
+    assert not any(isinstance(v, np.generic) for v in values)
+    assert (cfg.lr_scale, cfg.clip, cfg.norm_first) == (0.5, 2.0, True)
+    json.dumps(dataclasses.asdict(cfg))                      # np.float32 was not JSON serialisable
+    train(cfg, out_dir=tmp_path, corpus=corpus, progress=False)
+    state = load_checkpoint(tmp_path, cfg)                    # was: Unsupported global numpy...scalar
+    assert state["train_config"]["lr_scale"] == 0.5 and type(state["model_config"]["dropout"]) is float
+    for config in (TransformerConfig(9, 9, dropout=np.float64(0.2), tie_output=np.bool_(False)),
+                   GPTConfig(vocab_size=9, dropout=np.float64(0.2), eps=np.float32(1e-5),
+                             rope_base=np.float64(500.0))):
+        assert not any(isinstance(v, np.generic) for v in dataclasses.astuple(config)), config
 
 
 def test_norm_first_must_be_a_flag_when_the_configuration_is_made():
@@ -872,6 +922,17 @@ def test_resuming_warns_of_a_changed_configuration(corpus, tmp_path, recwarn):
     assert done.history["step"] == [1, 2, 3, 4, 5]
 
 
+def test_a_resumed_run_with_another_schedule_follows_it_from_its_first_step(corpus, tmp_path):
+    """The first resumed step ran at the saved (old) rate: the optimizer's restored lr, which the
+    scheduler only moves after a step."""
+    train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=5)
+    changed = TINY.with_changes(lr_scale=0.5, warmup=7)
+    with pytest.warns(UserWarning, match="another configuration"):
+        lr = train(changed, resume=tmp_path, corpus=corpus, progress=False, max_steps=8).history["lr"]
+    assert lr[:5] == pytest.approx([noam_lr(s, TINY.d_model, TINY.warmup, 1.0) for s in range(1, 6)])
+    assert lr[5:] == pytest.approx([noam_lr(s, TINY.d_model, 7, 0.5) for s in (6, 7, 8)], rel=1e-12)
+
+
 def test_resuming_in_another_precision_is_warned_about(corpus, tmp_path, recwarn):
     """The checkpoint names the precision it trained in; bf16 on, float32 after, is not one run."""
     train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=3, precision="bf16")
@@ -918,6 +979,10 @@ def test_validate_scores_every_real_token_and_no_padding(corpus):
     assert correct == len(encoded) < total                       # the <eos> positions, and no others
     assert acc == correct / total
     assert loss == pytest.approx(loss_sum / total, rel=1e-5)
+    assert validate(m, encoded, corpus.tgt_vocab.pad_id, "cpu", batch_size=16) == (loss, acc)  # a name too
+    with pytest.raises(ValueError, match=r"^encoded: expected at least one \(source, target\) pair of ids, "
+                                         r"but got none$"):       # was a ZeroDivisionError
+        validate(m, [], corpus.tgt_vocab.pad_id, "cpu")
 
 
 def test_a_time_limit_is_refused_with_several_processes(corpus, monkeypatch):
@@ -962,6 +1027,7 @@ def test_smoothing_floor_is_the_least_label_smoothed_loss():
             z = q.log() + 0.3 * torch.randn(n, dtype=torch.float64)
             assert ce(z[None], torch.tensor([1])).item() >= at_q - 1e-12
     assert smoothing_floor(3, 0.0) == 0.0
+    assert math.copysign(1.0, smoothing_floor(1, 0.5)) == 1.0      # one token: 0, not -0.0
     assert smoothed_target(5, 0.1) == pytest.approx((0.92, 0.02))
     for bad, words in (((0, 0.1), "n_vocab"), ((5, 1.0), "eps"),
                        ((5, -0.1), "eps"), ((2.5, 0.1), "n_vocab")):

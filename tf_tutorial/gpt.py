@@ -38,7 +38,7 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import _embed, check_shape, plain_ints
+from tf_tutorial.model import _embed, check_shape, plain_ints, plain_numbers
 from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
                                    MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
@@ -138,6 +138,7 @@ class GPTConfig:
         require_eps(self.eps)
         require_finite_positive(rope_base=self.rope_base)
         require_flags(norm_first=self.norm_first)
+        plain_numbers(self)
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点或记录用）。"""

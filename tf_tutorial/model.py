@@ -8,8 +8,9 @@ V vocabulary size.
 from __future__ import annotations
 
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -42,6 +43,20 @@ def plain_ints(config, names) -> None:
         value = getattr(config, name)
         if _is_integer(value):
             object.__setattr__(config, name, int(value))
+
+
+def plain_numbers(config) -> None:
+    """把配置里任何 NumPy 标量（np.float64(0.1)、np.bool_(True)）换成 Python 的数。
+
+    A value taken from ``np.linspace`` or ``np.arange`` is accepted; stored as
+    Python's own number, the config saves in a checkpoint that
+    ``torch.load(weights_only=True)`` can read back (it refuses NumPy
+    objects) and in a JSON record. Called last, after the checks.
+    """
+    for f in fields(config):
+        value = getattr(config, f.name)
+        if isinstance(value, np.generic):
+            object.__setattr__(config, f.name, value.item())
 
 
 def check_shape(config, sizes) -> None:
@@ -138,6 +153,7 @@ class TransformerConfig:
                 "share_embeddings=True needs one shared vocabulary, but got "
                 f"src_vocab_size={self.src_vocab_size} != "
                 f"tgt_vocab_size={self.tgt_vocab_size}")
+        plain_numbers(self)
 
     def to_dict(self) -> dict:
         """把配置转成普通的字典（写进检查点用）。"""

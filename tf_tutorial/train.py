@@ -32,10 +32,10 @@ from tf_tutorial._checks import (WrongTypeError, require_choice,
                                  require_flags, require_integers,
                                  require_positive, require_sizes,
                                  require_token_id)
-from tf_tutorial.corpus.data import (Corpus, batch_indices, batches,
-                                     encode_pairs, make_corpus)
+from tf_tutorial.corpus.data import (CORPUS_VERSION, Corpus, batch_indices,
+                                     batches, encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
-                               count_parameters, plain_ints,
+                               count_parameters, plain_ints, plain_numbers,
                                require_positive_ints)
 
 
@@ -47,7 +47,9 @@ class TrainConfig:
     schedule. A batch is ``batch_tokens`` padded tokens when that is set, and
     then ``batch_size`` is not used (the ``cpu`` and ``gpu`` presets count in
     tokens; ``cfg.with_changes(batch_size=N)``, or ``--batch-size N`` on the
-    command line, counts sentences instead).
+    command line, counts sentences instead). ``seed`` seeds the weights and
+    the batch order, and also the corpus when :func:`train` draws it (no
+    ``corpus`` given): another seed is then another train/test split too.
     """
 
     name: str = "cpu"
@@ -95,6 +97,7 @@ class TrainConfig:
         plain_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train",
                           "batch_size", "batch_tokens", "steps", "warmup",
                           "eval_every", "seed"))
+        plain_numbers(self)     # and NumPy floats and bools: np.float64(0.5)
 
     def with_changes(self, **changes) -> "TrainConfig":
         """改几处之后的副本；只给 batch_size 时改按句子数组批。
@@ -183,8 +186,9 @@ def smoothing_floor(n_vocab: int, eps: float) -> float:
     right, other = smoothed_target(n_vocab, eps)
     if eps == 0:
         return 0.0
+    # + 0.0: one token (V = 1) has entropy 0, not -0.0
     return -(right * math.log(right)
-             + (n_vocab - 1) * other * math.log(other))
+             + (n_vocab - 1) * other * math.log(other)) + 0.0
 
 
 def optimizer_and_schedule(model: nn.Module, cfg: TrainConfig,
@@ -643,7 +647,10 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         checkpoint_path(resume, "resume")     # 5 (or 0) is not a file
     state = load_checkpoint(resume, cfg) if resume is not None else None
     torch.manual_seed(cfg.seed)
-    corpus = corpus or make_corpus(cfg.n_train, seed=cfg.seed)
+    corpus = _resumed_corpus(state, resume, corpus) or corpus or make_corpus(
+        cfg.n_train, seed=cfg.seed)
+    corpus_id = {**corpus.identity(), "n_longer": corpus.n_longer,
+                 "n_deeper": corpus.n_deeper}   # saved: a resumed run checks it
     mcfg = cfg.model_config(corpus)
     model = Transformer(mcfg).to(dev)
     opt, sched = optimizer_and_schedule(model, cfg)
@@ -661,6 +668,11 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                 f"{state_dict_problem(e)}") from None
         opt.load_state_dict(state["optimizer"])
         sched.load_state_dict(state["scheduler"])
+        # the next step's rate from this run's schedule, not the saved rate
+        # (lr_scale or warmup may have changed)
+        for group, base, rate in zip(opt.param_groups, sched.base_lrs,
+                                     sched.lr_lambdas):
+            group["lr"] = base * rate(sched.last_epoch)
         history, step = state["history"], state["step"]
         history.setdefault("eval_seconds", 0.0)   # checkpoints before it
         _restore_rng(state, dev)
@@ -748,7 +760,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
                     so_far = history["seconds"] + this_run()
                     _save(out_dir, model, opt, sched,
                           {**history, "seconds": so_far}, step, cfg, mcfg,
-                          corpus, dev, scaler, amp)
+                          corpus, dev, scaler, amp, corpus_id)
         bar.close()
         # stopped by the time budget
         if not history["eval_step"] or history["eval_step"][-1] != step:
@@ -762,12 +774,45 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         history["rank_checksums"] = sums
     if out_dir is not None and rank == 0:
         _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-              dev, scaler, amp)
+              dev, scaler, amp, corpus_id)
     return TrainResult(model, corpus, history, cfg, dev)
 
 
+def _resumed_corpus(state, resume, corpus: Corpus | None) -> Corpus | None:
+    """The corpus a checkpoint trained on: rebuilt from its record when none
+    is given, and checked against it either way (a CheckpointError names both
+    when they differ). None for a fresh run, or an old checkpoint without a
+    record and no corpus given (then built from the config, as it was)."""
+    saved = state.get("corpus") if state else None
+    if saved is None:
+        if state and corpus is not None and (
+                state["src_itos"] != corpus.src_vocab.itos
+                or state["tgt_itos"] != corpus.tgt_vocab.itos):
+            raise CheckpointError(f"resume: checkpoint {resume} was trained "
+                                  "with other vocabularies than this corpus")
+        return None
+    given = corpus is not None
+    if not given:     # the generalisation splits' sizes too, for the scores
+        corpus = make_corpus(saved["n_train"], saved["n_valid"],
+                             saved["n_test"], saved["n_longer"],
+                             saved["n_deeper"], seed=saved["seed"])
+    now = corpus.identity()
+    if now != {k: saved[k] for k in now}:
+        def show(c):
+            return (f"seed {c['seed']}, {c['n_train']}/{c['n_valid']}/"
+                    f"{c['n_test']} train/valid/test pairs, corpus version "
+                    f"{c['version']}")
+        raise CheckpointError(
+            f"resume: checkpoint {resume} was trained on another corpus "
+            f"({show(saved)}) than "
+            + (f"the one given ({show(now)})" if given else
+               f"this package draws from that record today (version "
+               f"{CORPUS_VERSION}: its sentences differ)"))
+    return corpus
+
+
 def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
-          dev, scaler, amp) -> None:
+          dev, scaler, amp, corpus_id: dict) -> None:
     save_checkpoint(
         Path(out_dir) / "checkpoint.pt", model=model.state_dict(),
         optimizer=opt.state_dict(), scheduler=sched.state_dict(),
@@ -775,7 +820,8 @@ def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,
         precision=PRECISION_NAMES[amp],
         history=history, step=step, **_rng_state(dev),
         train_config=dataclasses.asdict(cfg), model_config=mcfg.to_dict(),
-        src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos)
+        src_itos=corpus.src_vocab.itos, tgt_itos=corpus.tgt_vocab.itos,
+        corpus=corpus_id)
 
 
 @torch.no_grad()
@@ -784,8 +830,12 @@ def validate(model: Transformer, encoded, pad_id: int, device, amp=None,
     """教师强制下的验证：平均每个词元的交叉熵和词元准确率。
 
     Teacher-forced validation: mean token cross-entropy (no smoothing) and
-    token accuracy.
+    token accuracy. ``device``: a torch.device or a name ("cpu", "cuda").
     """
+    if not len(encoded):
+        raise ValueError("encoded: expected at least one (source, target) "
+                         "pair of ids, but got none")
+    device = pick_device(device) if isinstance(device, str) else device
     model.eval()
     total, correct, loss_sum = 0, 0, 0.0
     for src, tgt in batches(encoded, batch_size, pad_id, shuffle=False):
