@@ -751,7 +751,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
             step += 1
             history["step"].append(step)
             bar.update(1)
-            if step % 50 == 0:
+            if step % 50 == 0 and not isinstance(bar, _Quiet):  # a sync
                 bar.set_postfix(loss=f"{losses[-1].item():.3f}",
                                 refresh=False)
             if step % cfg.eval_every == 0 or step == stop:
