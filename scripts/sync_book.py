@@ -75,12 +75,17 @@ def chapter_notebooks() -> list[Path]:
             if p.with_suffix(".md").exists() and is_notebook(p.with_suffix(".md"))]
 
 
-def set_install_url(md: Path, url: str) -> bool:
-    """Write ``git+url`` into the install cell of ``md``; return True if the file changed."""
-    text = md.read_text(encoding="utf-8")
+def require_install_cell(text: str, md: Path) -> None:
+    """ValueError unless the chapter ``md`` (its ``text``) has the install cell."""
     if INSTALL_MARKER not in text:
         raise ValueError(f"{md}: no install cell (expected a first code cell that reads "
                          f"{INSTALL_MARKER}); copy it from book/ch01_rnn.md")
+
+
+def set_install_url(md: Path, url: str) -> bool:
+    """Write ``git+url`` into the install cell of ``md``; return True if the file changed."""
+    text = md.read_text(encoding="utf-8")
+    require_install_cell(text, md)
     new = _URL_IN_INSTALL.sub(lambda m: m.group(1) + install_source(url) + m.group(3), text)
     if new != text:
         md.write_text(new, encoding="utf-8")
@@ -127,12 +132,15 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{md}: expected a notebook chapter listed in _toc.yml "
                          "(book/*.md with a jupytext header)"
                          + ("" if md.exists() else "; no such file"))
-    url = repo_url()
-    for md in [p.resolve() for p in args.chapters] or chapter_notebooks():
+    targets = [p.resolve() for p in args.chapters] or chapter_notebooks()
+    for md in targets:                   # each has its install cell
         try:
-            set_install_url(md, url)
-        except ValueError as e:          # a chapter without an install cell
+            require_install_cell(md.read_text(encoding="utf-8"), md)
+        except ValueError as e:
             parser.error(str(e))
+    url = repo_url()
+    for md in targets:
+        set_install_url(md, url)
         out = build_notebook(md, execute=not args.no_execute)
         print(f"{md.relative_to(ROOT)} -> {out.relative_to(ROOT)}")
     return 0

@@ -132,6 +132,12 @@ def test_float16_scores_that_overflow_even_after_scaling_stay_finite():
     slow, _ = mha(x, x, x, return_weights=True)
     assert slow.isfinite().all()
     torch.testing.assert_close(slow, mha(x, x, x))                # the fused path's answer
+    # under float16 autocast (chapter 10's T4 path) too: it would cast the product back to float16
+    with torch.autocast("cpu", dtype=torch.float16):
+        out, weights = scaled_dot_product_attention(q.float(), k.float(), v.float())
+        ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    assert weights.dtype == torch.float32 and torch.equal(weights, torch.tensor([[[[1.0, 0.0]]]]))
+    assert out.dtype == ref.dtype == torch.float16 and torch.equal(out, ref)
 
 
 def test_gradcheck_float64():

@@ -261,6 +261,13 @@ def test_the_sdpa_stage_measures_cudnn_on_and_leaves_training_with_it_off(monkey
         "backend": "MATH", "error": "RuntimeError: cuDNN plan failed"}
     assert T.CUDNN_ATTENTION is False
 
+    def broken(*args, **kwargs):
+        raise RuntimeError("device bug")
+    monkeypatch.setattr(G, "train", broken)
+    with pytest.raises(RuntimeError, match="^device bug$"):   # without cuDNN, train()'s own path: it comes out
+        G.sdpa_check(cfg, "cpu", corpus, "auto", steps=2)
+    assert T.CUDNN_ATTENTION is False
+
 
 def test_a_variant_of_the_recipe_is_trained_and_scored_as_it_goes(tmp_path):
     from scripts.gpu_run import main

@@ -80,12 +80,14 @@ def test_a_tiny_run_learns_and_records_curves(corpus):
 
 
 def test_resume_continues_the_same_loss_curve(corpus, tmp_path):
-    straight = train(TINY, corpus=corpus, progress=False).history["loss"]
+    whole = train(TINY, corpus=corpus, progress=False).history
+    straight = whole["loss"]
     train(TINY, out_dir=tmp_path, corpus=corpus, progress=False, max_steps=23)
     assert load_checkpoint(tmp_path / "checkpoint.pt")["step"] == 23
     resumed = train(TINY, out_dir=tmp_path, resume=tmp_path / "checkpoint.pt", corpus=corpus, progress=False)
     assert len(resumed.history["loss"]) == 40
     assert resumed.history["loss"] == pytest.approx(straight, rel=1e-5)
+    assert resumed.history["lr"] == whole["lr"]          # the same schedule: the very same rates
 
 
 def test_resume_trains_on_the_checkpoints_corpus_and_refuses_another(corpus, tmp_path):
@@ -104,18 +106,32 @@ def test_resume_trains_on_the_checkpoints_corpus_and_refuses_another(corpus, tmp
                                               r"1500/100/50 train/valid/test pairs, corpus version \d+\) than the "
                                               r"one given \(seed 5, 1500/100/50 "):
         train(cfg, resume=tmp_path / "b", corpus=other, progress=False)
-    # a record this package would now draw differently (another corpus version): named, not trained on
+    # sentences make_corpus does not draw from the record: a hand-built corpus, or another version
     state = torch.load(tmp_path / "b" / "checkpoint.pt", weights_only=True)
     state["corpus"]["sha256"] = "0" * 64
     torch.save(state, tmp_path / "b" / "checkpoint.pt")
-    with pytest.raises(CheckpointError, match=r"than this package draws from that record today"):
+    with pytest.raises(CheckpointError, match=r"than the one make_corpus draws from that record: a corpus "
+                                              r"built by hand\? Pass it as corpus=$"):
         train(cfg, resume=tmp_path / "b", progress=False)
-    # a checkpoint from before the record: its vocabularies are compared at least
+    state["corpus"]["version"] -= 1
+    torch.save(state, tmp_path / "b" / "checkpoint.pt")
+    with pytest.raises(CheckpointError, match=r"than the one this package draws from that record today "
+                                              r"\(corpus version \d+: its sentences differ\)$"):
+        train(cfg, resume=tmp_path / "b", progress=False)
+    # a checkpoint from before the record: its vocabularies are compared, given or rebuilt
     del state["corpus"]
     state["src_itos"] = state["src_itos"][:-1]
     torch.save(state, tmp_path / "b" / "checkpoint.pt")
-    with pytest.raises(CheckpointError, match=r"was trained with other vocabularies than this corpus$"):
+    with pytest.raises(CheckpointError, match=r"was trained with other vocabularies than the corpus given$"):
         train(cfg, resume=tmp_path / "b", corpus=corpus, progress=False)
+    with pytest.raises(CheckpointError, match=r"other vocabularies than the corpus rebuilt for it$"):
+        train(cfg, resume=tmp_path / "b", progress=False)
+    # the record's sentences, but vocabularies from more of them (a split cut by hand): refused by name,
+    # not by the embedding's size mismatch
+    cut = dataclasses.replace(corpus, train=corpus.train[:500])      # vocabulary of all 1500
+    train(cfg.with_changes(steps=2, n_train=500), out_dir=tmp_path / "c", corpus=cut, progress=False)
+    with pytest.raises(CheckpointError, match=r"other vocabularies than the corpus rebuilt for it$"):
+        train(cfg.with_changes(steps=4, n_train=500), resume=tmp_path / "c", progress=False)
 
 
 def test_on_eval_sees_every_evaluation_and_its_time_is_not_training_time(corpus, monkeypatch):

@@ -95,12 +95,15 @@ def test_normalise_reads_a_typed_sentence_as_the_corpus_writes_it():
 def test_normalise_reads_other_typed_forms_or_names_them(t):
     v = t.src_vocab
     assert normalise("I love\u200b China\u2060.", v) == normalise("I love China.", v)  # zero-width
+    assert normalise("the dog\u200bbites the man", v)[:3] == ["the", "dog", "bites"]      # still a space
+    assert normalise("I ain't here", v)[:2] == ["I", "ain"]                # not "ai not"
     assert normalise("He can't run.", v)[:3] == ["he", "can", "not"]          # was can ' t
     assert normalise("He hasn't run.", v)[:3] == ["he", "has", "not"]
     assert normalise("They shan't go.", v)[:3] == ["they", "shall", "not"]
-    for typed, number in (("10 000", "000"), ("1,0000", "0000"), ("05", "05")):
+    for typed, number in (("10 000", "000"), ("1,0000", "0000"), ("007", "007")):
         with pytest.raises(ValueError, match=rf"^number {number} starts with 0: write a number without "
-                                             r"leading zeros or spaces inside it \(10000 or 10,000, not 10 000\)$"):
+                                             r"leading zeros, spaces or stray commas inside it \(10000 or "
+                                             r"10,000; not 10 000, 1,0000 or 007\)$"):
             normalise(f"I bought {typed} books.", v)
     with pytest.raises(ValueError, match=r"^text holds the byte 0xff, which is not UTF-8"):
         normalise("I love China\udcff.", v)                 # as stdin reads it (surrogateescape)

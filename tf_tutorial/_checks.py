@@ -249,6 +249,21 @@ def require_tensors(**tensors) -> None:
                             f"but got {type(t).__name__}")
 
 
+def require_bool_mask(mask, name: str = "mask") -> None:
+    """掩码必须是布尔型张量（True 表示可以看），否则报错。
+
+    TypeError unless ``mask`` is a tensor, ValueError unless it is boolean:
+    an integer mask would be flipped bit by bit by ``~`` (1 → -2), not
+    negated.
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{name} must be a boolean torch.Tensor (True = may "
+                        f"attend), but got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise ValueError(f"{name} must be boolean (True = may attend), "
+                         f"but got dtype {mask.dtype}")
+
+
 def require_instance(value, kind: type, name: str, hint: str = "") -> None:
     """检查参数 ``name`` 是 ``kind`` 类的对象，否则报 TypeError，说出收到的类型。
 

@@ -12,6 +12,7 @@ Masks are boolean and True means "may attend", as in
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import warnings
@@ -19,8 +20,9 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from tf_tutorial._checks import (bad_value, broadcast_shape, require_dropout,
-                                 require_counts, require_flags, require_ids,
+from tf_tutorial._checks import (bad_value, broadcast_shape,
+                                 require_bool_mask, require_counts,
+                                 require_dropout, require_flags, require_ids,
                                  require_tensors, require_token_id)
 
 
@@ -58,21 +60,6 @@ def _check_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         check_mask(mask, (*lead, q.shape[-2], k.shape[-2]))
 
 
-def require_bool_mask(mask, name: str = "mask") -> None:
-    """掩码必须是布尔型张量（True 表示可以看），否则报错。
-
-    TypeError unless ``mask`` is a tensor, ValueError unless it is boolean:
-    an integer mask would be flipped bit by bit by ``~`` (1 → -2), not
-    negated.
-    """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{name} must be a boolean torch.Tensor (True = may "
-                        f"attend), but got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise ValueError(f"{name} must be boolean (True = may attend), "
-                         f"but got dtype {mask.dtype}")
-
-
 def check_mask(mask: torch.Tensor, target: tuple) -> None:
     """检查掩码是布尔型，并且能广播到注意力分数的形状，否则报错。
 
@@ -104,6 +91,21 @@ def check_mask(mask: torch.Tensor, target: tuple) -> None:
                          f"broadcast to the scores' shape {tuple(target)}")
 
 
+def without_autocast(device: torch.device):
+    """在这段代码里关掉 autocast（它会把矩阵乘法拉回 16 位）；没开 autocast 时什么也不做。
+
+    A context in which autocast is off for ``device``'s type: the operations
+    inside run in their inputs' dtype. A no-op where autocast is not on, or
+    cannot run at all (the 'meta' device).
+    """
+    try:
+        on = torch.is_autocast_enabled(device.type)
+    except RuntimeError:             # 'meta': no autocast for this device
+        on = False
+    return (torch.autocast(device.type, enabled=False) if on
+            else contextlib.nullcontext())
+
+
 def scaled_dot_product_attention(
         q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         mask: torch.Tensor | None = None, dropout_p: float = 0.0):
@@ -122,15 +124,14 @@ def scaled_dot_product_attention(
         sums to 1. out has v's dtype; the weights stay in at least float32.
     """
     _check_inputs(q, k, v, mask, dropout_p=dropout_p)
-    # the scores in at least float32 (float64 stays), as fused kernels keep
-    # them: in float16, q·k can pass 65504 and become inf, then NaN
+    # the scores, and the softmax, in at least float32 (float64 stays), as
+    # fused kernels keep them: in float16, q·k can pass 65504 and become
+    # inf, then NaN; autocast is off here, or fp16 autocast would cast the
+    # product back to float16
     hi = torch.promote_types(q.dtype, torch.float32)
-    # and q scaled before the product: under fp16 autocast the product
-    # runs in float16 all the same, where q·k / √d_k overflows later
-    scores = (q.to(hi) / math.sqrt(q.shape[-1])
-              @ k.to(hi).transpose(-2, -1))                  # (..., T, S)
-    # softmax in at least float32, also under bf16/fp16 autocast
-    scores = scores.to(torch.promote_types(scores.dtype, torch.float32))
+    with without_autocast(q.device):
+        scores = (q.to(hi) / math.sqrt(q.shape[-1])
+                  @ k.to(hi).transpose(-2, -1))              # (..., T, S)
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)                    # (..., T, S)

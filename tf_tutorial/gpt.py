@@ -38,7 +38,7 @@ from tf_tutorial.embedding import (LearnedPositionalEncoding,
 from tf_tutorial.embedding import _PositionalBase
 from tf_tutorial.encoder import EncoderLayer
 from tf_tutorial.ffn import SwiGLUFeedForward
-from tf_tutorial.model import _embed, check_shape, plain_ints, plain_numbers
+from tf_tutorial.model import _embed, check_shape, plain_numbers
 from tf_tutorial.multihead import (GroupedQueryAttention, KVCache,
                                    MultiHeadAttention)
 from tf_tutorial.norm import RMSNorm
@@ -104,7 +104,7 @@ class GPTConfig:
     def __post_init__(self):
         check_shape(self, ("vocab_size", "d_model", "n_heads", "n_layers",
                            "d_ff", "max_len"))
-        plain_ints(self, ("pad_id", "eos_id"))
+        plain_numbers(self, ("pad_id", "eos_id"))
         if self.vocab_size < 2:     # pad is never a key nor an answer
             raise ValueError(f"vocab_size={self.vocab_size} leaves no token "
                              "but the padding one: a model needs at least 2")
@@ -127,7 +127,7 @@ class GPTConfig:
         require_choice("activation", self.activation, ACTIVATIONS)
         _require_parts(self.norm, self.n_kv_heads)
         if self.n_kv_heads is not None:
-            plain_ints(self, ("n_kv_heads",))
+            plain_numbers(self, ("n_kv_heads",))
             if self.n_heads % self.n_kv_heads:
                 raise ValueError(f"n_heads={self.n_heads} is not divisible "
                                  f"by n_kv_heads={self.n_kv_heads}")

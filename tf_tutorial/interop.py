@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial.attention import require_bool_mask
+from tf_tutorial._checks import require_bool_mask
 
 _CONVERTERS: dict[type, Callable[[nn.Module], nn.Module]] = {}
 

@@ -32,31 +32,24 @@ def require_positive_ints(obj, names) -> None:
     require_sizes(**{name: getattr(obj, name) for name in names})
 
 
-def plain_ints(config, names) -> None:
-    """把配置里的 NumPy 整数换成 Python 的 int（冻结的 dataclass 也换）。
+def plain_numbers(config, names=None) -> None:
+    """把配置里的 NumPy 数（np.int64(16)、np.float64(0.1)、np.bool_(True)）换成 Python 的数。
 
-    ``np.int64(16)`` is an integer, and is accepted; stored as a plain int, the
-    config prints, compares and saves in a checkpoint like one written by hand.
-    Values that are not integers are left for the checks to refuse.
+    A NumPy integer is an integer, and is accepted, as is a value taken from
+    ``np.linspace``; stored as Python's own number, the config prints,
+    compares and saves like one written by hand, in a JSON record and in a
+    checkpoint that ``torch.load(weights_only=True)`` reads back (it refuses
+    NumPy objects). ``names``: those fields (sizes, early, so that messages
+    print them plainly), or every field (last, after the checks). Values of
+    other types are left for the checks to refuse.
     """
-    for name in names:
+    for name in names if names is not None else [f.name
+                                                 for f in fields(config)]:
         value = getattr(config, name)
         if _is_integer(value):
             object.__setattr__(config, name, int(value))
-
-
-def plain_numbers(config) -> None:
-    """把配置里任何 NumPy 标量（np.float64(0.1)、np.bool_(True)）换成 Python 的数。
-
-    A value taken from ``np.linspace`` or ``np.arange`` is accepted; stored as
-    Python's own number, the config saves in a checkpoint that
-    ``torch.load(weights_only=True)`` can read back (it refuses NumPy
-    objects) and in a JSON record. Called last, after the checks.
-    """
-    for f in fields(config):
-        value = getattr(config, f.name)
-        if isinstance(value, np.generic):
-            object.__setattr__(config, f.name, value.item())
+        elif isinstance(value, np.generic):
+            object.__setattr__(config, name, value.item())
 
 
 def check_shape(config, sizes) -> None:
@@ -67,7 +60,7 @@ def check_shape(config, sizes) -> None:
     value.
     """
     require_positive_ints(config, sizes)
-    plain_ints(config, sizes)
+    plain_numbers(config, sizes)
     if config.d_model % config.n_heads:
         raise ValueError(f"d_model={config.d_model} is not divisible by "
                          f"n_heads={config.n_heads}")
@@ -116,7 +109,7 @@ class TransformerConfig:
                            "n_heads", "n_layers", "d_ff", "max_len"))
         defaults = [name for name in ("bos_id", "eos_id")
                     if getattr(self, name) is None]
-        plain_ints(self, ("pad_id", "bos_id", "eos_id"))
+        plain_numbers(self, ("pad_id", "bos_id", "eos_id"))
         if (not _is_integer(self.pad_id)
                 or not 0 <= self.pad_id < min(self.src_vocab_size,
                                               self.tgt_vocab_size)):

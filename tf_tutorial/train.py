@@ -35,7 +35,7 @@ from tf_tutorial._checks import (WrongTypeError, require_choice,
 from tf_tutorial.corpus.data import (CORPUS_VERSION, Corpus, batch_indices,
                                      batches, encode_pairs, make_corpus)
 from tf_tutorial.model import (Transformer, TransformerConfig,
-                               count_parameters, plain_ints, plain_numbers,
+                               count_parameters, plain_numbers,
                                require_positive_ints)
 
 
@@ -92,12 +92,9 @@ class TrainConfig:
         if not -2**63 <= self.seed < 2**64:   # what torch.manual_seed takes
             raise ValueError(f"seed must be in [-2**63, 2**64), but got "
                              f"{self.seed}")
-        # NumPy integers are accepted; kept as plain ints, the config saves
-        # in a checkpoint and a JSON record like one written by hand
-        plain_ints(self, ("d_model", "n_heads", "n_layers", "d_ff", "n_train",
-                          "batch_size", "batch_tokens", "steps", "warmup",
-                          "eval_every", "seed"))
-        plain_numbers(self)     # and NumPy floats and bools: np.float64(0.5)
+        # NumPy numbers are accepted; kept as Python's, the config saves in
+        # a checkpoint and a JSON record like one written by hand
+        plain_numbers(self)
 
     def with_changes(self, **changes) -> "TrainConfig":
         """改几处之后的副本；只给 batch_size 时改按句子数组批。
@@ -647,8 +644,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         checkpoint_path(resume, "resume")     # 5 (or 0) is not a file
     state = load_checkpoint(resume, cfg) if resume is not None else None
     torch.manual_seed(cfg.seed)
-    corpus = _resumed_corpus(state, resume, corpus) or corpus or make_corpus(
-        cfg.n_train, seed=cfg.seed)
+    corpus = _run_corpus(cfg, state, resume, corpus)
     corpus_id = {**corpus.identity(), "n_longer": corpus.n_longer,
                  "n_deeper": corpus.n_deeper}   # saved: a resumed run checks it
     mcfg = cfg.model_config(corpus)
@@ -778,36 +774,41 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     return TrainResult(model, corpus, history, cfg, dev)
 
 
-def _resumed_corpus(state, resume, corpus: Corpus | None) -> Corpus | None:
-    """The corpus a checkpoint trained on: rebuilt from its record when none
-    is given, and checked against it either way (a CheckpointError names both
-    when they differ). None for a fresh run, or an old checkpoint without a
-    record and no corpus given (then built from the config, as it was)."""
+def _run_corpus(cfg: TrainConfig, state, resume, corpus: Corpus | None) -> Corpus:
+    """The corpus a run trains on: the one given, else, when resuming, the
+    one the checkpoint's record names, else ``make_corpus(cfg.n_train,
+    seed=cfg.seed)``. A resumed run's corpus must have the record's sentences
+    and the checkpoint's vocabularies; a CheckpointError says what differs."""
     saved = state.get("corpus") if state else None
-    if saved is None:
-        if state and corpus is not None and (
-                state["src_itos"] != corpus.src_vocab.itos
-                or state["tgt_itos"] != corpus.tgt_vocab.itos):
-            raise CheckpointError(f"resume: checkpoint {resume} was trained "
-                                  "with other vocabularies than this corpus")
-        return None
     given = corpus is not None
     if not given:     # the generalisation splits' sizes too, for the scores
-        corpus = make_corpus(saved["n_train"], saved["n_valid"],
-                             saved["n_test"], saved["n_longer"],
-                             saved["n_deeper"], seed=saved["seed"])
-    now = corpus.identity()
-    if now != {k: saved[k] for k in now}:
-        def show(c):
-            return (f"seed {c['seed']}, {c['n_train']}/{c['n_valid']}/"
-                    f"{c['n_test']} train/valid/test pairs, corpus version "
-                    f"{c['version']}")
+        corpus = (make_corpus(saved["n_train"], saved["n_valid"],
+                              saved["n_test"], saved["n_longer"],
+                              saved["n_deeper"], seed=saved["seed"])
+                  if saved else make_corpus(cfg.n_train, seed=cfg.seed))
+    if saved:
+        now = corpus.identity()
+        if any(now[k] != saved[k] for k in now if k != "version"):
+            def show(c):
+                return (f"seed {c['seed']}, {c['n_train']}/{c['n_valid']}/"
+                        f"{c['n_test']} train/valid/test pairs, corpus "
+                        f"version {c['version']}")
+            why = (f"the one given ({show(now)})" if given
+                   else f"the one this package draws from that record "
+                        f"today (corpus version {CORPUS_VERSION}: its "
+                        f"sentences differ)"
+                   if saved["version"] != CORPUS_VERSION
+                   else "the one make_corpus draws from that record: a "
+                        "corpus built by hand? Pass it as corpus=")
+            raise CheckpointError(f"resume: checkpoint {resume} was trained "
+                                  f"on another corpus ({show(saved)}) than "
+                                  + why)
+    if state and (state["src_itos"] != corpus.src_vocab.itos
+                  or state["tgt_itos"] != corpus.tgt_vocab.itos):
         raise CheckpointError(
-            f"resume: checkpoint {resume} was trained on another corpus "
-            f"({show(saved)}) than "
-            + (f"the one given ({show(now)})" if given else
-               f"this package draws from that record today (version "
-               f"{CORPUS_VERSION}: its sentences differ)"))
+            f"resume: checkpoint {resume} was trained with other "
+            "vocabularies than " + ("the corpus given" if given else
+                                    "the corpus rebuilt for it"))
     return corpus
 
 

@@ -128,8 +128,9 @@ _CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
     (r"\b(w)on't\b", r"\1ill not"),                                       # won't → will not
     (r"\b(ca)n't\b", r"\1n not"),                                         # can't → can not
     (r"\b(sha)n't\b", r"\1ll not"),                                       # shan't → shall not
-    # any other n't (hasn't, wouldn't): its words, even if the model does not know them
-    (r"\b(\w+)n't\b", r"\1 not"),
+    # any other n't (hasn't, wouldn't): its words, even if the model does not know them; not
+    # ain't, whose "ai" is no word (am, is, are, has or have not: left as typed)
+    (r"\b(?!ain't)(\w+)n't\b", r"\1 not"),
     (r"\b(I)'m\b", r"\1 am"),                                             # I'm → I am
     (r"\b(you|we|they)'re\b", r"\1 are"),                                 # they're → they are
     (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"),                      # we'll → we will
@@ -151,7 +152,8 @@ def _not_whole(number: str) -> str:
 def _number_words(match: re.Match) -> str:
     if match.group().startswith("0") and len(match.group()) > 1:     # 000 of "10 000", 05
         raise ValueError(f"number {match.group()} starts with 0: write a number without leading "
-                         "zeros or spaces inside it (10000 or 10,000, not 10 000)")
+                         "zeros, spaces or stray commas inside it (10000 or 10,000; not 10 000, "
+                         "1,0000 or 007)")
     n = int(match.group().replace(",", ""))
     if not 1 <= n < 10**9:
         raise ValueError(_not_whole(match.group()))
@@ -246,7 +248,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
 
     A typed English sentence → tokens written the way the corpus writes them.
 
-    In order: invisible format characters go (a byte-order mark, a zero-width space); full-width
+    In order: invisible format characters go (a byte-order mark; a zero-width space becomes a
+    space); full-width
     characters typed with a Chinese input method become
     their ASCII forms (。，？！ and full-width digits: Unicode NFKC, plus 。 → . and
     、 → ,), ‘ and ’ become ', and quotes and brackets go ("“I love China”" → I love
@@ -273,14 +276,15 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
         The tokens, e.g. "The dog bites the man!" → ['the', 'dog', 'bites', 'the', 'man', '.'].
     Raises:
         ValueError: an empty sentence (or one of punctuation only), a number out of range or
-            not whole (3.5, -5) or with a leading 0 (05, and the 000 of "10 000"), or text with a
+            not whole (3.5, -5) or with a leading 0 (007, and the 000 of "10 000"), or text with a
             byte that is not UTF-8 (read with errors="surrogateescape", as stdin is).
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str (one sentence), but got {type(text).__name__}")
-    # invisible format characters (a Windows editor's byte-order mark, a zero-width space
-    # pasted from the web) are not words
-    given = "".join(c for c in text if unicodedata.category(c) != "Cf").strip()
+    # invisible format characters (a Windows editor's byte-order mark, a word joiner) are not
+    # words; a zero-width space pasted from the web still separates two
+    given = "".join(" " if c == "\u200b" else c for c in text
+                    if c == "\u200b" or unicodedata.category(c) != "Cf").strip()
     undecoded = re.search("[\udc80-\udcff]", given)     # a byte read with surrogateescape
     if undecoded:
         raise ValueError(f"text holds the byte 0x{ord(undecoded.group()) - 0xdc00:02x}, "
@@ -387,7 +391,7 @@ class Corpus:
             for en, zh in split:
                 digest.update((" ".join(en) + "\t" + " ".join(zh) + "\n").encode())
             digest.update(b"\f")                                       # where a split ends
-        return {"seed": self.seed, "n_train": len(self.train), "n_valid": len(self.valid),
+        return {"seed": int(self.seed), "n_train": len(self.train), "n_valid": len(self.valid),
                 "n_test": len(self.test), "version": CORPUS_VERSION, "sha256": digest.hexdigest()}
 
     def summary(self) -> dict:
