@@ -126,8 +126,8 @@ def scaled_dot_product_attention(
     _check_inputs(q, k, v, mask, dropout_p=dropout_p)
     # the scores, and the softmax, in at least float32 (float64 stays), as
     # fused kernels keep them: in float16, q·k can pass 65504 and become
-    # inf, then NaN; autocast is off here, or fp16 autocast would cast the
-    # product back to float16
+    # inf, then NaN; autocast is off here, or fp16 autocast would run this
+    # matmul in float16. q is scaled first: in 16 bits, √d_k times later
     hi = torch.promote_types(q.dtype, torch.float32)
     with without_autocast(q.device):
         scores = (q.to(hi) / math.sqrt(q.shape[-1])
