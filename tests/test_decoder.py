@@ -136,7 +136,7 @@ def test_a_cache_for_another_number_of_layers_is_refused():
     with pytest.raises(ValueError, match="^cache: expected a DecoderCache for 2 layers, but got one for 3$"):
         dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=DecoderCache(3))
     # not a cache at all: a TypeError that says what was expected, not an AttributeError
-    with pytest.raises(TypeError, match="^cache: expected a DecoderCache, but got int$"):
+    with pytest.raises(TypeError, match="^cache must be a DecoderCache, but got int$"):
         dec(torch.randn(B, 1, D), torch.randn(B, S, D), cache=5)
 
 

@@ -204,8 +204,7 @@ def test_attention_refuses_a_cache_that_is_not_a_kv_cache():
     x = torch.randn(2, 3, 8)
     for attn in (MultiHeadAttention(8, 2), GroupedQueryAttention(8, 2, 1)):
         for bad in (5, {"k": None}):
-            with pytest.raises(TypeError, match=f"^cache: expected a KVCache \\(or None\\), "
-                                                f"but got {type(bad).__name__}$"):
+            with pytest.raises(TypeError, match=f"^cache must be a KVCache, but got {type(bad).__name__}$"):
                 attn(x, x, x, cache=bad)
         cache = KVCache()
         attn(x, x, x, cache=cache)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (first_weight, require_dtype_of, require_sizes,
+from tf_tutorial._checks import (first_weight, require_dtype_of,
+                                 require_instance, require_sizes,
                                  require_tensors, require_width)
 from tf_tutorial.attention import check_mask
 from tf_tutorial.ffn import PositionwiseFeedForward
@@ -199,9 +200,8 @@ class Decoder(nn.Module):
                 cache: DecoderCache | None = None,
                 return_weights: bool = False):
         """依次通过每个解码器层；需要时收集每层的注意力权重。"""
-        if cache is not None and not isinstance(cache, DecoderCache):
-            raise TypeError("cache: expected a DecoderCache, but got "
-                            f"{type(cache).__name__}")
+        if cache is not None:
+            require_instance(cache, DecoderCache, "cache")
         if cache is not None and len(cache.layers) != len(self.layers):
             raise ValueError(f"cache: expected a DecoderCache for "
                              f"{len(self.layers)} layers, "

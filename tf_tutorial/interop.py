@@ -146,8 +146,7 @@ def torch_key_padding_mask(allowed: torch.Tensor) -> torch.Tensor:
     require_bool_mask(allowed, "allowed")
     if allowed.dim() != 3 or allowed.shape[1] != 1:
         raise ValueError(f"allowed: expected a padding mask of shape "
-                         f"(B, 1, S), "
-                         f"but got {tuple(allowed.shape)}")
+                         f"(B, 1, S), but got {tuple(allowed.shape)}")
     return ~allowed[:, 0]
 
 

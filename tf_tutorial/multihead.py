@@ -14,7 +14,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_dropout, require_flags, require_sizes,
+from tf_tutorial._checks import (require_dropout, require_flags,
+                                 require_instance, require_sizes,
                                  require_width)
 from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
@@ -29,9 +30,8 @@ def check_inputs(query, key, value, d_model: int, weight=None,
     ``DtypeMismatchError`` for an input its matrix product would refuse;
     TypeError for a ``cache`` that is not a :class:`KVCache`.
     """
-    if cache is not None and not isinstance(cache, KVCache):
-        raise TypeError("cache: expected a KVCache (or None), but got "
-                        f"{type(cache).__name__}")
+    if cache is not None:
+        require_instance(cache, KVCache, "cache")
     for name, t in (("query", query), ("key", key), ("value", value)):
         require_width(t, d_model, name, lead="B, L", weight=weight)
     if not query.shape[0] == key.shape[0] == value.shape[0]:

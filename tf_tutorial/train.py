@@ -644,9 +644,7 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
         checkpoint_path(resume, "resume")     # 5 (or 0) is not a file
     state = load_checkpoint(resume, cfg) if resume is not None else None
     torch.manual_seed(cfg.seed)
-    corpus = _run_corpus(cfg, state, resume, corpus)
-    corpus_id = {**corpus.identity(), "n_longer": corpus.n_longer,
-                 "n_deeper": corpus.n_deeper}   # saved: a resumed run checks it
+    corpus, corpus_id = _run_corpus(cfg, state, resume, corpus)
     mcfg = cfg.model_config(corpus)
     model = Transformer(mcfg).to(dev)
     opt, sched = optimizer_and_schedule(model, cfg)
@@ -774,11 +772,13 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
     return TrainResult(model, corpus, history, cfg, dev)
 
 
-def _run_corpus(cfg: TrainConfig, state, resume, corpus: Corpus | None) -> Corpus:
-    """The corpus a run trains on: the one given, else, when resuming, the
-    one the checkpoint's record names, else ``make_corpus(cfg.n_train,
-    seed=cfg.seed)``. A resumed run's corpus must have the record's sentences
-    and the checkpoint's vocabularies; a CheckpointError says what differs."""
+def _run_corpus(cfg: TrainConfig, state, resume,
+                corpus: Corpus | None) -> tuple[Corpus, dict]:
+    """The corpus a run trains on, and its identity (saved in checkpoints):
+    the one given, else, when resuming, the one the checkpoint's record names,
+    else ``make_corpus(cfg.n_train, seed=cfg.seed)``. A resumed run's corpus
+    must have the record's sentences and the checkpoint's vocabularies; a
+    CheckpointError says what differs."""
     saved = state.get("corpus") if state else None
     given = corpus is not None
     if not given:     # the generalisation splits' sizes too, for the scores
@@ -786,30 +786,33 @@ def _run_corpus(cfg: TrainConfig, state, resume, corpus: Corpus | None) -> Corpu
                               saved["n_test"], saved["n_longer"],
                               saved["n_deeper"], seed=saved["seed"])
                   if saved else make_corpus(cfg.n_train, seed=cfg.seed))
-    if saved:
-        now = corpus.identity()
-        if any(now[k] != saved[k] for k in now if k != "version"):
-            def show(c):
-                return (f"seed {c['seed']}, {c['n_train']}/{c['n_valid']}/"
-                        f"{c['n_test']} train/valid/test pairs, corpus "
-                        f"version {c['version']}")
-            why = (f"the one given ({show(now)})" if given
-                   else f"the one this package draws from that record "
-                        f"today (corpus version {CORPUS_VERSION}: its "
-                        f"sentences differ)"
-                   if saved["version"] != CORPUS_VERSION
-                   else "the one make_corpus draws from that record: a "
-                        "corpus built by hand? Pass it as corpus=")
-            raise CheckpointError(f"resume: checkpoint {resume} was trained "
-                                  f"on another corpus ({show(saved)}) than "
-                                  + why)
+    now = corpus.identity()
+    # the sentences decide; the version only words the message, and the
+    # generalisation splits' sizes do not change what is trained on
+    if saved and any(now[k] != saved[k] for k in ("seed", "n_train",
+                                                  "n_valid", "n_test",
+                                                  "sha256")):
+        def show(c):
+            return (f"seed {c['seed']}, {c['n_train']}/{c['n_valid']}/"
+                    f"{c['n_test']} train/valid/test pairs, corpus "
+                    f"version {c['version']}")
+        why = (f"the one given ({show(now)})" if given
+               else f"the one this package draws from that record "
+                    f"today (corpus version {CORPUS_VERSION}: its "
+                    f"sentences differ)"
+               if saved["version"] != CORPUS_VERSION
+               else "the one make_corpus draws from that record: a "
+                    "corpus built by hand? Pass it as corpus=")
+        raise CheckpointError(f"resume: checkpoint {resume} was trained "
+                              f"on another corpus ({show(saved)}) than "
+                              + why)
     if state and (state["src_itos"] != corpus.src_vocab.itos
                   or state["tgt_itos"] != corpus.tgt_vocab.itos):
         raise CheckpointError(
             f"resume: checkpoint {resume} was trained with other "
             "vocabularies than " + ("the corpus given" if given else
                                     "the corpus rebuilt for it"))
-    return corpus
+    return corpus, now
 
 
 def _save(out_dir, model, opt, sched, history, step, cfg, mcfg, corpus,

@@ -379,12 +379,13 @@ class Corpus:
         return {name: getattr(self, name) for name in self.SPLITS}
 
     def identity(self) -> dict:
-        """这份语料是哪一份：种子、三个切分的大小、语料版本，和句子的 SHA-256。
+        """这份语料是哪一份：种子、各切分的大小、语料版本，和三个主要切分句子的 SHA-256。
 
-        Which corpus this is: the seed, the sizes of train / valid / test, the corpus version and a
-        SHA-256 of their sentences. A checkpoint keeps it, so that resuming trains and scores on the
-        same splits (equal vocabularies do not show it: from about 20,000 sentences every seed has
-        the same words).
+        Which corpus this is: what :func:`make_corpus` takes to draw it again (the seed and the
+        five split sizes), the corpus version and a SHA-256 of the train / valid / test sentences
+        (the generalisation splits are drawn only when read). A checkpoint keeps it, so that
+        resuming trains and scores on the same splits (equal vocabularies do not show it: from
+        about 20,000 sentences every seed has the same words).
         """
         digest = hashlib.sha256()
         for split in (self.train, self.valid, self.test):
@@ -392,7 +393,8 @@ class Corpus:
                 digest.update((" ".join(en) + "\t" + " ".join(zh) + "\n").encode())
             digest.update(b"\f")                                       # where a split ends
         return {"seed": int(self.seed), "n_train": len(self.train), "n_valid": len(self.valid),
-                "n_test": len(self.test), "version": CORPUS_VERSION, "sha256": digest.hexdigest()}
+                "n_test": len(self.test), "n_longer": self.n_longer, "n_deeper": self.n_deeper,
+                "version": CORPUS_VERSION, "sha256": digest.hexdigest()}
 
     def summary(self) -> dict:
         """逐个切分统计句对数，以及英文和中文的句长。
