@@ -932,6 +932,16 @@ def test_a_bad_keep_mask_or_cache_is_refused_by_name():
     torch.testing.assert_close(m(tokens, keep=keep), m(tokens)[keep])   # and a good one picks the rows
 
 
+def test_a_keep_mask_on_the_host_serves_a_model_on_another_device():
+    """train_continuation leaves its loss mask on the CPU, so that a GPU need not wait while
+    boolean indexing counts the kept rows; 'meta' stands in for the GPU here."""
+    m = _model()
+    tokens = torch.randint(1, SMALL["vocab_size"], (2, 5))
+    keep = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 0, 0, 1]], dtype=torch.bool)
+    on_meta = m.to("meta")(tokens.to("meta"), keep=keep)
+    assert on_meta.device.type == "meta" and on_meta.shape == (5, SMALL["vocab_size"])
+
+
 def test_generate_names_a_model_that_is_not_a_gpt():
     # a plain module failed inside torch's __getattr__ ('Linear' object has no attribute 'config')
     prompt = torch.ones(1, 2, dtype=torch.long)
@@ -963,7 +973,7 @@ def test_a_cache_of_another_batch_size_or_type_is_refused_by_name():
     with pytest.raises(ValueError, match=r"^cache: it holds a batch of 2, but tokens has 3 rows"):
         m(_tokens(3, 1), cache)
     assert cache.not_pad.shape == (2, 3)                         # the refused call stored nothing
-    with pytest.raises(TypeError, match=r"^cache: expected a GPTCache .*but got KVCache"):
+    with pytest.raises(TypeError, match=r"^cache must be a GPTCache, but got KVCache \(model\.new_cache\(\) makes one\)$"):
         m(_tokens(1, 2), KVCache())
 
 

@@ -28,7 +28,8 @@ from tf_tutorial._checks import (WrongTypeError, _is_integer, _is_real,
                                  require_choice, require_config,
                                  require_counts, require_eps, require_fits,
                                  require_finite_positive, require_flags,
-                                 require_ids, require_sizes, require_tensors,
+                                 require_ids, require_instance,
+                                 require_sizes, require_tensors,
                                  require_token_id, require_width)
 from tf_tutorial.attention import causal_mask, padding_mask
 from tf_tutorial.corpus.data import Vocab, batch_indices, pad
@@ -280,7 +281,9 @@ class GPT(nn.Module):
         logits, returned as (K, |V|) for the K kept positions in row-major
         order. The output layer is the widest matrix product of the model:
         training on a continuation needs the logits of the answer's positions
-        only, and generation those of the last position only.
+        only, and generation those of the last position only. The mask may
+        stay on the CPU while the model runs on a GPU: PyTorch then counts
+        the kept positions on the host, and the GPU is not waited for.
     """
 
     def __init__(self, config: GPTConfig):
@@ -319,9 +322,9 @@ class GPT(nn.Module):
             raise ValueError("keep: expected a boolean mask of shape "
                              f"{tuple(tokens.shape)}, but got "
                              f"{keep.dtype} of shape {tuple(keep.shape)}")
-        if cache is not None and not isinstance(cache, GPTCache):
-            raise TypeError("cache: expected a GPTCache (model.new_cache()), "
-                            f"but got {type(cache).__name__}")
+        if cache is not None:
+            require_instance(cache, GPTCache, "cache",
+                             " (model.new_cache() makes one)")
         if cache is not None and len(cache.layers) != len(self.blocks):
             raise ValueError("cache: expected a GPTCache for "
                              f"{len(self.blocks)} layers, "
@@ -740,17 +743,19 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                 x, y = continuation_batch([items[i] for i in chunk],
                                           vocab.pad_id)
                 answer = y != vocab.pad_id      # (B, L - 1): the loss mask
+                target = y[answer]              # (K,): the answers' tokens
                 # counted on the host, before the copy: no device sync
-                history["tokens"] += int(answer.sum())        # in the loss
+                history["tokens"] += len(target)              # in the loss
                 history["input_tokens"] += int((x != vocab.pad_id).sum())
-                x, y, answer = x.to(dev), y.to(dev), answer.to(dev)
+                x, target = x.to(dev), target.to(dev)
                 with (torch.autocast(dev.type, dtype=amp) if amp
                       else contextlib.nullcontext()):
+                    # the mask stays on the host: a GPU need not wait
                     logits = model(x, keep=answer)  # (K, |V|): answers only
                 # mean over the answer tokens; half precision goes up to
                 # float32, float64 stays
                 loss = loss_fn(logits.to(torch.promote_types(
-                    logits.dtype, torch.float32)), y[answer])
+                    logits.dtype, torch.float32)), target)
                 opt.zero_grad(set_to_none=True)
                 scaler.scale(loss).backward()
                 scaler.unscale_(opt)
