@@ -18,6 +18,7 @@ def render():
 
     def run(gpu):
         shown, glued = cell(load_record=lambda name: gpu)
+        assert ("还没有这项对照" in glued["gpu_rnn_intro"]) == ("还没有" in glued["gpu_rnn"])
         return glued["gpu_rnn"], shown
     return run, committed_record("gpu.json")
 
@@ -43,3 +44,17 @@ def test_with_rows_the_sentence_reads_the_ratios_off_the_record(render):
     assert gpu["benchmarks"]["machine"]["date"][:10] in text and gpu["benchmarks"]["machine"]["label"] in text
     assert len(shown) == 1 and "本书的 ElmanRNN（Python 循环）" in shown[0]
     assert "逐步递推与一次算完的注意力（前向）" in shown[0]
+
+
+def test_the_recurrence_rows_time_attention_on_four_dimensional_input(monkeypatch):
+    """PyTorch's fused kernels take (B, H, L, d) only; a 3-D call would time its math path,
+    which is what the first record did (3x slower at L=256 on this CPU)."""
+    import torch.nn.functional as F
+    real, dims = F.scaled_dot_product_attention, []
+
+    def spy(q, k, v, *args, **kwargs):
+        dims.append((q.dim(), k.dim(), v.dim()))
+        return real(q, k, v, *args, **kwargs)
+    monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
+    _recurrence_rows(SIZES["quick"]["recurrence"], "cpu")
+    assert dims and set(dims) == {(4, 4, 4)}

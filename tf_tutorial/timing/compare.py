@@ -537,7 +537,9 @@ def _attention_path_rows(s: dict, device: str,
 
 def _recurrence_rows(s: dict, device: str) -> list[dict]:
     """Chapter 1: a batch read step by step (nn.RNN, this book's ElmanRNN) or
-    all at once (fused self-attention), forward only; nn.RNN is the base."""
+    all at once (fused self-attention), forward only; nn.RNN is the base.
+    Attention gets the batch as one head, (B, 1, L, width): PyTorch's fused
+    kernels take 4-D input only, and a 3-D call runs its math path."""
     from tf_tutorial.rnn import ElmanRNN
 
     torch.manual_seed(0)
@@ -547,10 +549,11 @@ def _recurrence_rows(s: dict, device: str) -> list[dict]:
     rows = []
     for L in s["lengths"]:
         x = torch.randn(s["batch"], L, width, device=device)
+        heads = x[:, None]                              # (B, 1, L, width)
         fns = {"nn.RNN": lambda: ref(x),
                "ours, ElmanRNN": lambda: ours(x),
                SDPA: lambda: torch.nn.functional.scaled_dot_product_attention(
-                   x, x, x)}
+                   heads, heads, heads)}
         with torch.no_grad():
             rounds = interleaved_times(fns, repeat=s["repeat"], warmup=1)
         rows += _group_rows(RECURRENCE, f"L={L}", rounds, "nn.RNN")
