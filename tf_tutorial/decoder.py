@@ -113,10 +113,11 @@ class DecoderLayer(nn.Module):
         n_heads: H (8).
         d_ff: the FFN's hidden width d_ff (2048).
         dropout: on each sub-layer's output before the residual add, as in the
-            paper (0.1); also on the attention weights and the FFN's hidden
-            layer, as in PyTorch.
-        norm_first: False = Post-LN (2017 paper), True = Pre-LN.
-        activation: "relu" or "gelu". eps: LayerNorm's ε.
+            paper; also on the attention weights and the FFN's hidden layer,
+            as in PyTorch (default 0.1, the paper's).
+        norm_first: False (default) = Post-LN, the 2017 paper; True = Pre-LN.
+        activation: "relu" (default, the paper) or "gelu".
+        eps: LayerNorm's ε (default 1e-5).
     Shape:
         x (B, T, D); memory (B, S, D); self_mask broadcastable to (B, T, T)
         (causal and target padding); memory_mask broadcastable to (B, T, S)

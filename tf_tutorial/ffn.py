@@ -25,11 +25,12 @@ class PositionwiseFeedForward(nn.Module):
     independently.
 
     Args:
-        d_model: D. d_ff: the hidden width d_ff (4·D in the paper).
-        dropout: after the activation (training only). The paper has none here;
-            PyTorch's ``nn.TransformerEncoderLayer`` and the Annotated
-            Transformer do.
-        activation: "relu" (paper) or "gelu".
+        d_model: D.
+        d_ff: the hidden width d_ff (4·D in the paper).
+        dropout: after the activation, training only (default 0.0). The
+            paper has none here; PyTorch's ``nn.TransformerEncoderLayer`` and
+            the Annotated Transformer do.
+        activation: "relu" (default, the paper) or "gelu".
     Shape:
         x (B, L, D) → (B, L, D).
     """
