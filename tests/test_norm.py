@@ -180,12 +180,15 @@ def test_in_float16_the_written_out_path_zeroes_a_row_whose_squares_overflow_as_
 
 
 def test_in_float32_both_paths_overflow_only_near_1e19_as_documented():
-    x = torch.zeros(2, 8)
-    x[0, 0], x[1, 0] = 1e20, 1e18
-    plain, fused, torch_ln = LayerNorm(8, fused=False)(x), LayerNorm(8)(x), nn.LayerNorm(8)(x)
-    assert (plain[0] == 0).all() and fused[0].isnan().all() and torch_ln[0].isnan().all()
-    torch.testing.assert_close(plain[1], torch_ln[1])          # 1e18 is still fine on both
-    torch.testing.assert_close(fused[1], torch_ln[1])
+    """Past 1e19 the written-out path gives β; PyTorch's gives β for some rows, NaN for others."""
+    x = torch.zeros(4, 64)
+    x[0, 0], x[1, 0], x[2, 0], x[3, 0] = 1e18, 2e19, 1e25, 1e30
+    plain, fused, torch_ln = LayerNorm(64, fused=False)(x), LayerNorm(64)(x), nn.LayerNorm(64)(x)
+    torch.testing.assert_close(plain[0], torch_ln[0])          # 1e18 is still fine on both
+    torch.testing.assert_close(fused[0], torch_ln[0])
+    assert (plain[1:] == 0).all()                              # β (0 here) on every row past 1e19
+    assert (fused[1] == 0).all() and (torch_ln[1] == 0).all()
+    assert fused[2:].isnan().all() and torch_ln[2:].isnan().all()
 
 
 def test_a_printed_layer_norm_shows_its_width_and_eps():

@@ -39,8 +39,9 @@ class LayerNorm(nn.Module):
             to 0 and comes out as β (chapter 5); ``F.layer_norm`` keeps its
             statistics in float32 and has neither problem. In float32 both
             overflow only near 1e19 and beyond (the square root of float32's
-            largest number is 1.8e19): the written-out path then gives β,
-            ``F.layer_norm`` NaN, as ``nn.LayerNorm`` does.
+            largest number is 1.8e19): the written-out path then gives β;
+            ``F.layer_norm``, like ``nn.LayerNorm``, gives β for some such
+            rows and NaN for others.
     Shape:
         x (..., D) → (..., D).
     """
