@@ -40,12 +40,13 @@ def test_the_committed_record_says_whether_it_names_the_kernel(render):
     fused = [r for r in committed["rows"] if r["benchmark"] == PATHS and r["impl"] == SDPA]
     assert fused and committed["machine"]["label"].removeprefix("GPU ") in text
     assert "GPU 记录（GPU " not in text                       # the label's own "GPU" is not repeated
+    assert committed["machine"]["date"][:10] in text          # and when it was measured
     assert ("记录没有写下是哪一个" in text) == ("operators" not in fused[-1])
 
 
 def synthetic(rows):
     """A GPU record holding ``rows``, timed with the quick sizes' blocks of 16."""
-    return {"machine": {"label": "一块 GPU"}, "rows": copy.deepcopy(rows),
+    return {"machine": {"label": "一块 GPU", "date": "2026-12-08T00:00:00+00:00"}, "rows": copy.deepcopy(rows),
             "method": {"attention_paths": SIZES["quick"]["attention_paths"]}}
 
 

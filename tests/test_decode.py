@@ -498,3 +498,16 @@ def test_a_finished_hypothesis_leaves_the_beam_once_k_continuations_beat_it():
     assert evicted, "no finished hypothesis ever left the beam"
     for logp, survivors in evicted:
         assert logp < min(survivors), (logp, survivors)
+
+
+def test_beam_search_encodes_each_sentence_once(model, src, monkeypatch):
+    """The k beams of a sentence share its memory: encoding B·k copies would be the recomputation
+    that chapter 10's cache section teaches to avoid."""
+    seen, encode = [], type(model).encode
+
+    def spy(self, s):
+        seen.append(tuple(s.shape))
+        return encode(self, s)
+    monkeypatch.setattr(type(model), "encode", spy)
+    beam_search(model, src, beam_size=4, max_len=6)
+    assert seen == [tuple(src.shape)]

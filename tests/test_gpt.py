@@ -921,25 +921,57 @@ def test_every_continuation_step_runs_without_cudnn_attention():
 def test_a_bad_keep_mask_or_cache_is_refused_by_name():
     m = _model()
     tokens = torch.ones(2, 5, dtype=torch.long)
-    with pytest.raises(ValueError, match=r"^keep: expected a boolean mask of shape \(2, 5\), "
-                                         r"but got torch.int64 of shape \(2, 5\)$"):
+    with pytest.raises(ValueError, match=r"^keep: expected a boolean mask of shape \(2, 5\) "
+                                         r"or 1-D integer positions, but got torch.int64 of shape \(2, 5\)$"):
         m(tokens, keep=torch.ones(2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^keep: expected .* but got torch.bool of shape \(2, 4\)$"):
         m(tokens, keep=torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match=r"^keep: expected .* but got torch.float32 of shape \(3,\)$"):
+        m(tokens, keep=torch.zeros(3))
+    for bad in (10, -1):
+        with pytest.raises(ValueError, match=rf"^keep: positions must lie in \[0, 10\) \(row-major over "
+                                             rf"tokens of shape \(2, 5\)\), but got {bad}$"):
+            m(tokens, keep=torch.tensor([0, bad]))
     with pytest.raises(ValueError, match=f"^cache: expected a GPTCache for {N} layers, but got one for 5$"):
         m(tokens, cache=GPT(GPTConfig(**{**SMALL, "n_layers": 5})).new_cache())
     keep = torch.tensor([[0, 0, 0, 0, 1], [0, 1, 0, 0, 1]], dtype=torch.bool)
     torch.testing.assert_close(m(tokens, keep=keep), m(tokens)[keep])   # and a good one picks the rows
 
 
-def test_a_keep_mask_on_the_host_serves_a_model_on_another_device():
-    """train_continuation leaves its loss mask on the CPU, so that a GPU need not wait while
-    boolean indexing counts the kept rows; 'meta' stands in for the GPU here."""
-    m = _model()
+def test_keep_as_row_major_indices_equals_the_boolean_mask_in_values_and_gradients():
+    """Indices found on the host and copied with the batch spare a GPU the mid-forward wait
+    for the count K that a boolean mask costs; the numbers must not change."""
     tokens = torch.randint(1, SMALL["vocab_size"], (2, 5))
     keep = torch.tensor([[0, 0, 1, 1, 1], [0, 1, 0, 0, 1]], dtype=torch.bool)
-    on_meta = m.to("meta")(tokens.to("meta"), keep=keep)
+    rows = keep.flatten().nonzero()[:, 0]
+    out = {}
+    for name, k in (("mask", keep), ("rows", rows)):
+        m = _model()
+        logits = m(tokens, keep=k)
+        logits.square().sum().backward()
+        out[name] = logits.detach(), [p.grad for p in m.parameters()]
+    assert torch.equal(out["mask"][0], out["rows"][0])
+    assert all(torch.equal(a, b) for a, b in zip(out["mask"][1], out["rows"][1]))
+    m = _model().to("meta")                          # a device other than the CPU
+    on_meta = m(tokens.to("meta"), keep=rows.to("meta"))
     assert on_meta.device.type == "meta" and on_meta.shape == (5, SMALL["vocab_size"])
+
+
+def test_train_continuation_hands_the_model_indices_on_its_device_not_a_mask(monkeypatch):
+    seen = []
+    forward = GPT.forward
+
+    def spy(self, tokens, *args, keep=None, **kwargs):
+        seen.append((keep.dtype, keep.dim(), keep.device == tokens.device))
+        return forward(self, tokens, *args, keep=keep, **kwargs)
+    monkeypatch.setattr(GPT, "forward", spy)
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id))
+    train_continuation(model, vocab, pairs, dataclasses.replace(CONFIGS["tiny"], steps=2, batch_size=8),
+                       progress=False)
+    assert seen == [(torch.int64, 1, True)] * 2
 
 
 def test_generate_names_a_model_that_is_not_a_gpt():

@@ -262,8 +262,9 @@ def beam_search(model: Transformer, src: torch.Tensor,
     (n, caps), pad, k = _max_len(model, src, max_len), model.config.pad_id, \
         beam_size
     B, dev = src.shape[0], src.device
-    memory, src_mask = model.encode(
-        src.repeat_interleave(k, dim=0))                    # (B·k, S, D)
+    memory, src_mask = model.encode(src)       # once per sentence, then
+    memory = memory.repeat_interleave(k, dim=0)             # (B·k, S, D)
+    src_mask = src_mask.repeat_interleave(k, dim=0)         # (B·k, 1, S)
     cache = model.new_cache() if use_cache else None
     ys = torch.full((B * k, 1), bos_id, dtype=torch.long, device=dev)
     scores = torch.full((B, k), float("-inf"), device=dev)

@@ -281,9 +281,11 @@ class GPT(nn.Module):
         logits, returned as (K, |V|) for the K kept positions in row-major
         order. The output layer is the widest matrix product of the model:
         training on a continuation needs the logits of the answer's positions
-        only, and generation those of the last position only. The mask may
-        stay on the CPU while the model runs on a GPU: PyTorch then counts
-        the kept positions on the host, and the GPU is not waited for.
+        only, and generation those of the last position only. ``keep`` may
+        also be those positions' row-major indices, 1-D integers on the
+        model's device (``mask.flatten().nonzero()[:, 0]``): a boolean mask
+        makes the CPU wait mid-forward on a GPU until the count K comes back,
+        indices found beforehand on the host and copied with the batch do not.
     """
 
     def __init__(self, config: GPTConfig):
@@ -317,11 +319,8 @@ class GPT(nn.Module):
                 return_weights: bool = False, keep: torch.Tensor | None = None):
         """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的分数。"""
         require_ids(tokens)
-        if keep is not None and (keep.dtype != torch.bool
-                                 or keep.shape != tokens.shape):
-            raise ValueError("keep: expected a boolean mask of shape "
-                             f"{tuple(tokens.shape)}, but got "
-                             f"{keep.dtype} of shape {tuple(keep.shape)}")
+        if keep is not None:
+            _check_keep(keep, tokens.shape)
         if cache is not None:
             require_instance(cache, GPTCache, "cache",
                              " (model.new_cache() makes one)")
@@ -361,9 +360,32 @@ class GPT(nn.Module):
                 x, w = x
                 maps.append(w)
         x = self.norm(x)                               # (B, L, D)
-        logits = self.out(x if keep is None
-                          else x[keep])                # (B, L, |V|) or (K, |V|)
+        if keep is not None and keep.dtype == torch.bool:
+            x = x[keep]                                # (K, D)
+        elif keep is not None:     # row-major indices: no count to wait for
+            x = x.flatten(0, 1).index_select(0, keep)  # (K, D)
+        logits = self.out(x)                           # (B, L, |V|) or (K, |V|)
         return (logits, maps) if return_weights else logits
+
+
+def _check_keep(keep, shape) -> None:
+    """``keep`` is a boolean mask of ``shape`` or 1-D integer row-major
+    indices; indices held on the CPU are checked against B·L too (on a GPU
+    that would mean waiting for them)."""
+    if keep.dtype == torch.bool and keep.shape == shape:
+        return
+    if (keep.dtype == torch.bool or keep.is_floating_point()
+            or keep.is_complex() or keep.dim() != 1):
+        raise ValueError(f"keep: expected a boolean mask of shape "
+                         f"{tuple(shape)} or 1-D integer positions, but got "
+                         f"{keep.dtype} of shape {tuple(keep.shape)}")
+    n = shape[0] * shape[1]
+    if keep.device.type == "cpu" and len(keep) and not (
+            0 <= int(keep.min()) and int(keep.max()) < n):
+        bad = int(keep.min()) if int(keep.min()) < 0 else int(keep.max())
+        raise ValueError(f"keep: positions must lie in [0, {n}) (row-major "
+                         f"over tokens of shape {tuple(shape)}), but got "
+                         f"{bad}")
 
 
 # --- sampling -----------------------------------------------------------------
@@ -744,14 +766,15 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                                           vocab.pad_id)
                 answer = y != vocab.pad_id      # (B, L - 1): the loss mask
                 target = y[answer]              # (K,): the answers' tokens
+                rows = answer.flatten().nonzero()[:, 0]   # (K,): where
                 # counted on the host, before the copy: no device sync
                 history["tokens"] += len(target)              # in the loss
                 history["input_tokens"] += int((x != vocab.pad_id).sum())
-                x, target = x.to(dev), target.to(dev)
+                # copied with the batch: mid-forward, a GPU is not waited for
+                x, target, rows = x.to(dev), target.to(dev), rows.to(dev)
                 with (torch.autocast(dev.type, dtype=amp) if amp
                       else contextlib.nullcontext()):
-                    # the mask stays on the host: a GPU need not wait
-                    logits = model(x, keep=answer)  # (K, |V|): answers only
+                    logits = model(x, keep=rows)    # (K, |V|): answers only
                 # mean over the answer tokens; half precision goes up to
                 # float32, float64 stays
                 loss = loss_fn(logits.to(torch.promote_types(

@@ -179,8 +179,9 @@ class RotaryEmbedding(nn.Module):
 
     The tables ``cos`` and ``sin`` (max_len, d_k/2) are non-persistent float64
     buffers that follow the module's device but keep float64 under ``.half()`` /
-    ``.to(torch.bfloat16)``: in bfloat16, cos and sin of large angles would keep
-    only 2–3 significant digits.
+    ``.to(torch.bfloat16)``: in bfloat16 the tables would keep only 2–3
+    significant digits (and angles m·θ computed in bfloat16 would be wrong
+    outright at large positions).
     """
 
     def __init__(self, head_dim: int, max_len: int = 4096,
