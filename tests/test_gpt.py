@@ -922,12 +922,16 @@ def test_a_bad_keep_mask_or_cache_is_refused_by_name():
     m = _model()
     tokens = torch.ones(2, 5, dtype=torch.long)
     with pytest.raises(ValueError, match=r"^keep: expected a boolean mask of shape \(2, 5\) "
-                                         r"or 1-D integer positions, but got torch.int64 of shape \(2, 5\)$"):
+                                         r"or 1-D int64 \(or int32\) positions, but got torch.int64 of shape \(2, 5\)$"):
         m(tokens, keep=torch.ones(2, 5, dtype=torch.long))
     with pytest.raises(ValueError, match=r"^keep: expected .* but got torch.bool of shape \(2, 4\)$"):
         m(tokens, keep=torch.ones(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match=r"^keep: expected .* but got torch.float32 of shape \(3,\)$"):
-        m(tokens, keep=torch.zeros(3))
+    for dtype in (torch.float32, torch.uint8, torch.int16):       # index_select takes int32/int64 only
+        with pytest.raises(ValueError, match=rf"^keep: expected .* but got {dtype} of shape \(3,\)$"):
+            m(tokens, keep=torch.zeros(3, dtype=dtype))
+    with pytest.raises(ValueError, match=r"^keep: positions must be on the tokens' device \(cpu\), "
+                                         r"but got them on meta$"):
+        m(tokens, keep=torch.zeros(3, dtype=torch.long, device="meta"))
     for bad in (10, -1):
         with pytest.raises(ValueError, match=rf"^keep: positions must lie in \[0, 10\) \(row-major over "
                                              rf"tokens of shape \(2, 5\)\), but got {bad}$"):

@@ -320,7 +320,7 @@ class GPT(nn.Module):
         """由词元编号算出每个位置（或 ``keep`` 选出的位置）对下一词元的分数。"""
         require_ids(tokens)
         if keep is not None:
-            _check_keep(keep, tokens.shape)
+            _check_keep(keep, tokens.shape, tokens.device)
         if cache is not None:
             require_instance(cache, GPTCache, "cache",
                              " (model.new_cache() makes one)")
@@ -368,17 +368,19 @@ class GPT(nn.Module):
         return (logits, maps) if return_weights else logits
 
 
-def _check_keep(keep, shape) -> None:
+def _check_keep(keep, shape, device) -> None:
     """``keep`` is a boolean mask of ``shape`` or 1-D integer row-major
     indices; indices held on the CPU are checked against B·L too (on a GPU
     that would mean waiting for them)."""
     if keep.dtype == torch.bool and keep.shape == shape:
         return
-    if (keep.dtype == torch.bool or keep.is_floating_point()
-            or keep.is_complex() or keep.dim() != 1):
+    if keep.dtype not in (torch.int32, torch.int64) or keep.dim() != 1:
         raise ValueError(f"keep: expected a boolean mask of shape "
-                         f"{tuple(shape)} or 1-D integer positions, but got "
-                         f"{keep.dtype} of shape {tuple(keep.shape)}")
+                         f"{tuple(shape)} or 1-D int64 (or int32) positions, "
+                         f"but got {keep.dtype} of shape {tuple(keep.shape)}")
+    if keep.device != device:
+        raise ValueError(f"keep: positions must be on the tokens' device "
+                         f"({device}), but got them on {keep.device}")
     n = shape[0] * shape[1]
     if keep.device.type == "cpu" and len(keep) and not (
             0 <= int(keep.min()) and int(keep.max()) < n):
@@ -770,8 +772,10 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                 # counted on the host, before the copy: no device sync
                 history["tokens"] += len(target)              # in the loss
                 history["input_tokens"] += int((x != vocab.pad_id).sum())
-                # copied with the batch: mid-forward, a GPU is not waited for
-                x, target, rows = x.to(dev), target.to(dev), rows.to(dev)
+                # copied as train() copies (a blocking copy would wait for the
+                # GPU), and with the batch: no wait mid-forward either
+                x, target, rows = (t.to(dev, non_blocking=True)
+                                   for t in (x, target, rows))
                 with (torch.autocast(dev.type, dtype=amp) if amp
                       else contextlib.nullcontext()):
                     logits = model(x, keep=rows)    # (K, |V|): answers only
