@@ -772,8 +772,8 @@ def train_continuation(model: GPT, vocab: Vocab, pairs, cfg,
                 # counted on the host, before the copy: no device sync
                 history["tokens"] += len(target)              # in the loss
                 history["input_tokens"] += int((x != vocab.pad_id).sum())
-                # copied as train() copies (a blocking copy would wait for the
-                # GPU), and with the batch: no wait mid-forward either
+                # copied as train() copies its batch (a blocking copy would
+                # wait for the GPU); the indices with it: no wait mid-forward
                 x, target, rows = (t.to(dev, non_blocking=True)
                                    for t in (x, target, rows))
                 with (torch.autocast(dev.type, dtype=amp) if amp
