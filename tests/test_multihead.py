@@ -277,3 +277,24 @@ def test_a_mask_with_one_row_per_sentence_is_told_to_take_a_query_axis(kind):
     assert out.shape == (2, 3, 8)
     assert torch.equal(layer(x, kv, kv, torch.ones(3, 4, dtype=torch.bool)),   # a real (T, S) mask
                        layer(x, kv, kv))
+
+
+@pytest.mark.parametrize("call", ["mha", "gqa", "decode", "gpt"])
+def test_return_weights_must_be_a_bool_at_every_entry(call):
+    """return_weights="no" is truthy: it used to return weights the caller did not ask for."""
+    from tf_tutorial._checks import WrongTypeError
+    from tf_tutorial.gpt import GPT, GPTConfig
+    from tf_tutorial.model import Transformer, TransformerConfig
+    from tf_tutorial.multihead import GroupedQueryAttention
+    torch.manual_seed(0)
+    x = torch.randn(1, 3, 8)
+    ids = torch.tensor([[4, 5, 6]])
+    runs = {
+        "mha": lambda: MultiHeadAttention(8, 2)(x, x, x, return_weights="no"),
+        "gqa": lambda: GroupedQueryAttention(8, 2, 1)(x, return_weights="no"),
+        "decode": lambda: (lambda m: m.decode(ids, *m.encode(ids), return_weights="no"))(
+            Transformer(TransformerConfig(10, 10, d_model=8, n_heads=2, n_layers=1, d_ff=16))),
+        "gpt": lambda: GPT(GPTConfig(10, d_model=8, n_heads=2, n_layers=1, d_ff=16))(ids, return_weights="no"),
+    }
+    with pytest.raises(WrongTypeError, match=r"^return_weights must be True or False, but got 'no'$"):
+        runs[call]()

@@ -22,14 +22,16 @@ from tf_tutorial.attention import (check_mask, fused_attention,
 
 
 def check_inputs(query, key, value, d_model: int, weight=None,
-                 cache=None) -> None:
+                 cache=None, return_weights: bool = False) -> None:
     """检查注意力层的三个输入：形状 (B, L, D)、同一个批、键和值一样长。
 
     Raise ValueError naming the argument: query (B, T, D), key and value
     (B, S, D) with the same B and S; with ``weight`` (a projection's), a
     ``DtypeMismatchError`` for an input its matrix product would refuse;
-    TypeError for a ``cache`` that is not a :class:`KVCache`.
+    TypeError for a ``cache`` that is not a :class:`KVCache`, and for a
+    ``return_weights`` that is not True or False ("no" would mean True).
     """
+    require_flags(return_weights=return_weights)
     if cache is not None:
         require_instance(cache, KVCache, "cache")
     for name, t in (("query", query), ("key", key), ("value", value)):
@@ -209,7 +211,7 @@ class MultiHeadAttention(nn.Module):
                 return_weights: bool = False, cache: KVCache | None = None):
         """投影出键和值（或从缓存里取），再让查询对它们做注意力。"""
         check_inputs(query, key, value, self.d_model, self.w_q.weight,
-                     cache)
+                     cache, return_weights)
         if cache is not None and cache.static and cache.k is not None:
             # cross-attention: the memory was projected at step 1
             k, v = cache.stored(query.shape[0])
@@ -338,7 +340,7 @@ class GroupedQueryAttention(nn.Module):
         key = query if key is None else key
         value = key if value is None else value
         check_inputs(query, key, value, self.d_model, self.w_q.weight,
-                     cache)
+                     cache, return_weights)
         if self.rotary is not None and cache is not None and cache.static:
             raise ValueError("cache: rotary positions need a self-attention "
                              "cache (static=False), but got static=True")
