@@ -382,12 +382,12 @@ def _check_keep(keep, shape, device) -> None:
         raise ValueError(f"keep: positions must be on the tokens' device "
                          f"({device}), but got them on {keep.device}")
     n = shape[0] * shape[1]
-    if keep.device.type == "cpu" and len(keep) and not (
-            0 <= int(keep.min()) and int(keep.max()) < n):
-        bad = int(keep.min()) if int(keep.min()) < 0 else int(keep.max())
-        raise ValueError(f"keep: positions must lie in [0, {n}) (row-major "
-                         f"over tokens of shape {tuple(shape)}), but got "
-                         f"{bad}")
+    if keep.device.type == "cpu" and len(keep):
+        lo, hi = int(keep.min()), int(keep.max())
+        if lo < 0 or hi >= n:
+            raise ValueError(f"keep: positions must lie in [0, {n}) "
+                             f"(row-major over tokens of shape "
+                             f"{tuple(shape)}), but got {lo if lo < 0 else hi}")
 
 
 # --- sampling -----------------------------------------------------------------
