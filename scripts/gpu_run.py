@@ -10,8 +10,9 @@ Writes OUT_DIR/gpu.json (rewritten after every stage, so a run cut short still l
 measured): the machine (GPU, torch, CUDA, date), the run (steps, seconds, tokens/s, peak
 memory, the curves, the test split's exact match at every evaluation: when the run reached it),
 test / longer / deeper scores with greedy and beam search, the KV cache's speed-up (and the sizes
-it was timed at), three checks of the other GPU code paths: fp16 with the loss scaler (what a T4
-uses), resuming from a checkpoint (the GPU's random state) and ``torch.compile``, the training
+it was timed at), four checks of the other GPU code paths: fp16 with the loss scaler (what a T4
+uses), how often each training loop waits for the GPU in a step (``syncs``), resuming from a
+checkpoint (the GPU's random state) and ``torch.compile``, the training
 loop's speed with PyTorch's cuDNN attention off and on (``sdpa``: why training turns it off), every
 benchmark of ``python -m benchmarks`` on the GPU (its rows join the CPU record on appendix A),
 and chapter 11's comparison at the GPU configuration's size: the encoder–decoder against a
@@ -268,7 +269,80 @@ def ch11_comparison(cfg, corpus, device: str, precision: str, seconds: float) ->
     return out
 
 
-STAGES = ("train", "scores", "sdpa", "variant", "kv_cache", "fp16", "ch11", "resume", "benchmarks", "compile")
+def sync_count(run) -> int:
+    """How many times ``run()`` made the host wait for the GPU, as PyTorch's sync debug mode counts them
+    (each wait it knows of warns once; its documentation says not every kind is covered, and a
+    non-blocking copy from pageable memory, which may still wait, is not flagged)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            run()
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchronizing" in str(w.message) for w in caught)
+
+
+def steps_run(run) -> int:
+    """A stand-in for :func:`sync_count` on a CPU, where PyTorch cannot count waits: the optimiser
+    steps ``run()`` took (each loop clips its gradients once a step), so a dry run checks
+    :func:`sync_check`'s code path and arithmetic (1 per step)."""
+    calls = 0
+    clip = torch.nn.utils.clip_grad_norm_
+
+    def counted(*args, **kwargs):
+        nonlocal calls
+        calls += 1
+        return clip(*args, **kwargs)
+
+    torch.nn.utils.clip_grad_norm_ = counted
+    try:
+        run()
+    finally:
+        torch.nn.utils.clip_grad_norm_ = clip
+    return calls
+
+
+def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, int] = (10, 30),
+               count=sync_count) -> dict:
+    """Waits per training step, in chapter 10's loop (``train``) and chapter 11's
+    (``train_continuation``): each loop runs ``steps[0]`` and ``steps[1]`` steps on the same batches,
+    after an uncounted warm-up, and the difference of the two counts over the difference of the
+    steps is what a step costs, the set-up and the end (the losses read once) left out. 0 backs the
+    chapters' "no wait mid-step"; fp16's gradient scaler checks for inf on the host every step (1)."""
+    from tf_tutorial.gpt import GPT, GPTConfig, continuation_vocab, train_continuation
+
+    a, b = steps
+    if not 0 < a < b:
+        raise ValueError(f"steps must be two step counts, the first smaller, but got {steps}")
+    cfg = dataclasses.replace(cfg, eval_every=max(cfg.eval_every, b))   # one evaluation, at the end
+    vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
+    gpt_cfg = GPTConfig(len(vocab), cfg.d_model, cfg.n_heads, 2, cfg.d_ff, cfg.dropout, max_len=256,
+                        pad_id=vocab.pad_id, eos_id=vocab.eos_id, norm_first=True)
+
+    def encoder_decoder(n: int) -> None:
+        train(cfg, corpus=corpus, device=device, precision=precision, max_steps=n, progress=False)
+
+    def decoder_only(n: int) -> None:
+        torch.manual_seed(cfg.seed)
+        train_continuation(GPT(gpt_cfg), vocab, corpus.train, dataclasses.replace(cfg, steps=n),
+                           device=device, progress=False, precision=precision)
+
+    out = {"steps": [a, b], "precision": precision,
+           "counted_by": ("torch.cuda.set_sync_debug_mode('warn')" if count is sync_count
+                          else f"{count.__name__} (not waits: a dry run checks the code path)")}
+    for name, loop in (("train", encoder_decoder), ("train_continuation", decoder_only)):
+        loop(2)                                          # warm-up: the first kernels, cuBLAS
+        counts = [count(lambda n=n: loop(n)) for n in (a, b)]
+        out[name] = {"syncs": counts, "per_step": (counts[1] - counts[0]) / (b - a)}
+        print("syncs", name, out[name], flush=True)
+    return out
+
+
+STAGES = ("train", "scores", "sdpa", "variant", "kv_cache", "fp16", "syncs", "ch11", "resume", "benchmarks",
+          "compile")
 """In the order they run: what the book needs most comes first, so a run cut short by the device's
 time limit still leaves chapter 10's row, then whether cuDNN's attention is what slowed the first
 record's training (``sdpa``), and a change of the recipe when one is asked for (``variant``);
@@ -436,23 +510,27 @@ def main(argv=None) -> dict:
                                   "sizes": sizes}
         elif stage == "fp16":        # 6. the T4's path
             record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
-        elif stage == "ch11":        # 7. decoder-only against encoder–decoder, same parameters, same time
+        elif stage == "syncs":       # 7. waits per training step, both loops (CUDA only)
+            record["sync_check"] = (sync_check(small_cfg, device, small, precision) if not args.dry_run
+                                    else sync_check(small_cfg, device, small, precision, (2, 4), steps_run))
+        elif stage == "ch11":        # 8. decoder-only against encoder–decoder, same parameters, same time
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
-        elif stage == "resume":      # 8. a checkpoint carries the GPU's random state
+        elif stage == "resume":      # 9. a checkpoint carries the GPU's random state
             record["resume_check"] = resume_check(small_cfg, device, small, steps=40 if not args.dry_run else 4)
-        elif stage == "benchmarks":  # 9. every benchmark of python -m benchmarks (appendix A's GPU rows)
+        elif stage == "benchmarks":  # 10. every benchmark of python -m benchmarks (appendix A's GPU rows)
             record["benchmarks"] = run_all(quick=args.dry_run, device=device,
                                            repeat=1 if args.dry_run else None)
-        elif stage == "compile":     # 10. torch.compile against eager on the same batches
+        elif stage == "compile":     # 11. torch.compile against eager on the same batches
             record["compile_check"] = compile_check(small_cfg, device, small,
                                                     min(args.compile_steps, small_cfg.steps),
                                                     backend="aot_eager" if args.dry_run else "inductor")
 
     # what a stage usually takes on one GPU (seconds, generous): the first H200 record
     # (2026-12-04, stage_seconds) took train: its budget + 19, scores 7, kv_cache 6, fp16 39,
-    # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa and variant are
-    # not yet measured (variant: its budget, plus scoring and data, as train)
-    needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20,
+    # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa, variant and syncs
+    # are not yet measured (variant: its budget, plus scoring and data, as train; syncs: eight
+    # short runs of fp16's size)
+    needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20, "syncs": 60,
              "ch11": 2 * args.ch11_seconds + 40, "variant": args.variant_seconds + 40, "sdpa": 90,
              "benchmarks": 120, "compile": 280}
     write_record(path, record)       # the machine at least, should the first stage die hard

@@ -1,8 +1,10 @@
 """scripts/gpu_run.py on the CPU (--dry-run): the GPU record's code path, minus the GPU; and reading records."""
+import dataclasses
 import json
 import re
 
 import pytest
+import torch
 
 from tf_tutorial.book.records import load_record
 
@@ -17,8 +19,8 @@ def dry_run(tmp_path_factory):
 def test_dry_run_writes_every_stage_of_the_record(dry_run):
     record, out = dry_run
     saved = json.loads((out / "gpu-dry-run.json").read_text(encoding="utf-8"))
-    assert saved["stages_done"] == ["train", "scores", "sdpa", "kv_cache", "fp16", "ch11", "resume",
-                                   "benchmarks", "compile"]
+    assert saved["stages_done"] == ["train", "scores", "sdpa", "kv_cache", "fp16", "syncs", "ch11",
+                                   "resume", "benchmarks", "compile"]
     times = saved["stage_seconds"]                             # to plan the device's 15 minutes
     assert list(times) == saved["stages_done"] and min(times.values()) >= 0 and sum(times.values()) > 0
     assert saved["dry_run"] is True and saved["precision"] == "bfloat16"
@@ -42,6 +44,10 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
     assert saved["kv_cache"]["sizes"] == {"batch": 4, "tokens": 16, "beam_size": 4, "src_len": 20,
                                           "vocab": 1000}     # the sizes the book states, recorded
     assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
+    syncs = saved["sync_check"]           # on a CPU it counts optimiser steps: one per step, both loops
+    assert syncs["steps"] == [2, 4] and syncs["counted_by"].startswith("steps_run")
+    for loop in ("train", "train_continuation"):
+        assert syncs[loop] == {"syncs": [2, 4], "per_step": 1.0}
     resume = saved["resume_check"]                             # stopped after 2 of 4 steps, with dropout
     assert resume["resumed_at"] == 2 and resume["dropout"] > 0
     assert resume["max_rel_loss_gap_after_resume"] < 1e-5
@@ -359,3 +365,50 @@ def test_progress_within_compares_two_runs_at_equal_time():
     assert progress_within(during, seconds=10.0) is None and progress_within([]) is None
     with pytest.raises(ValueError, match=r"target=99 must be in \(0, 1\]"):
         progress_within(during, target=99)
+
+
+def test_sync_count_counts_the_warnings_of_the_sync_debug_mode(monkeypatch):
+    """On a GPU each wait warns once in 'warn' mode; the count keeps those and only those, and the
+    mode is set back even when the run raises."""
+    import warnings
+
+    from scripts.gpu_run import sync_count
+
+    modes = []
+    monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+
+    def run():
+        for _ in range(3):
+            warnings.warn("called a synchronizing CUDA operation")
+        warnings.warn("something else")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # seen once before: counted all the same
+        warnings.warn("called a synchronizing CUDA operation")
+        assert sync_count(run) == 3
+    assert modes == ["warn", "default"]
+    with pytest.raises(ZeroDivisionError):
+        sync_count(lambda: 1 / 0)
+    assert modes[-1] == "default"
+
+
+def test_sync_check_takes_the_per_step_difference(monkeypatch):
+    """Set-up and end cost the same at both lengths, so they cancel: a loop with 5 waits of set-up
+    and 2 a step gives 2 per step. Bad step counts are refused by name."""
+    from scripts.gpu_run import steps_run, sync_check
+    from tf_tutorial.corpus.data import make_corpus
+    from tf_tutorial.train import CONFIGS
+
+    cfg = dataclasses.replace(CONFIGS["tiny"], n_train=300, steps=12, eval_every=6)
+    corpus = make_corpus(cfg.n_train, n_valid=8, n_test=4, n_longer=2, n_deeper=2, seed=cfg.seed)
+
+    def fake(run):
+        return 5 + 2 * steps_run(run)
+
+    fake.__name__ = "fake"
+    out = sync_check(cfg, "cpu", corpus, "fp32", (1, 3), fake)
+    assert out["train"] == {"syncs": [7, 11], "per_step": 2.0}
+    assert out["train_continuation"] == {"syncs": [7, 11], "per_step": 2.0}
+    for bad in ((3, 3), (0, 2), (4, 2)):
+        with pytest.raises(ValueError, match=r"steps must be two step counts"):
+            sync_check(cfg, "cpu", corpus, "fp32", bad, fake)

@@ -713,7 +713,8 @@ def train(cfg: TrainConfig, out_dir=None, resume=None, device: str = "auto",
 
     def evaluate_now():
         nonlocal paused
-        history["loss"] += [x.item() for x in losses]
+        if losses:                    # one copy to the host, one sync
+            history["loss"] += torch.stack(losses).tolist()
         losses.clear()
         began = time.perf_counter()
         vl, va = validate(model, valid_enc, mcfg.pad_id, dev, amp)
