@@ -330,7 +330,8 @@ def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, int] 
         train_continuation(GPT(gpt_cfg), vocab, corpus.train, dataclasses.replace(cfg, steps=n),
                            device=device, progress=False, precision=precision)
 
-    out = {"steps": [a, b], "precision": precision,
+    amp = autocast_dtype(torch.device(device), precision)
+    out = {"steps": [a, b], "precision": str(amp or torch.float32).replace("torch.", ""),
            "counted_by": ("torch.cuda.set_sync_debug_mode('warn')" if count is sync_count
                           else f"{count.__name__} (not waits: a dry run checks the code path)")}
     for name, loop in (("train", encoder_decoder), ("train_continuation", decoder_only)):

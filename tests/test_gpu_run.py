@@ -412,3 +412,19 @@ def test_sync_check_takes_the_per_step_difference(monkeypatch):
     for bad in ((3, 3), (0, 2), (4, 2)):
         with pytest.raises(ValueError, match=r"steps must be two step counts"):
             sync_check(cfg, "cpu", corpus, "fp32", bad, fake)
+
+
+def test_chapter_11_says_whether_the_waits_were_counted(dry_run):
+    """Without a GPU record (or one from before the syncs stage) the chapter says the waits are
+    inferred; with one it quotes the counts, the machine and the precision."""
+    from tf_tutorial.book.records import sync_text
+
+    record, _ = dry_run
+    for missing in (None, {k: v for k, v in record.items() if k != "sync_check"}):
+        assert sync_text(missing).endswith("还没有在 GPU 上量过")
+    text = sync_text(record)
+    assert record["machine"]["name"] in text and "bfloat16" in text
+    assert "训练循环每步等 1 次，本章的每步等 1 次" in text
+    zero = {**record, "sync_check": {**record["sync_check"],
+                                     "train": {"syncs": [4, 4], "per_step": 0.0}}}
+    assert "训练循环每步一次也不等，本章的每步等 1 次" in sync_text(zero)

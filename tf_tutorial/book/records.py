@@ -140,3 +140,22 @@ def progress_within(during: list[dict], seconds: float | None = None,
         return None
     return {"best": max(within, key=lambda d: d["exact_match"]),   # max keeps the first of ties
             "first_hit": next((d for d in within if d["exact_match"] >= target), None)}
+
+
+def sync_text(record: dict | None) -> str:
+    """第 11 章的半句话：两个训练循环每步等 GPU 几次；GPU 记录里有 ``sync_check`` 就引用它，没有就说没量过。
+
+    ``record``: ``gpu.json`` as :func:`load_record` returns it (None when there is none).
+    """
+    check = None if record is None else record.get("sync_check")
+    if not check or "train_continuation" not in check:
+        return "都是按 PyTorch 和 CUDA 的文档推断的，还没有在 GPU 上量过"
+
+    def waits(loop: str) -> str:
+        n = check[loop]["per_step"]
+        return "一次也不等" if n == 0 else f"等 {n:g} 次"
+
+    return (f"是按 PyTorch 和 CUDA 的文档推断的；在 {record['machine']['name']} 上"
+            f"（{check['precision']}）用 PyTorch 的同步调试模式数过，第 10 章的训练循环每步"
+            f"{waits('train')}，本章的每步{waits('train_continuation')}（这个模式数不到从非锁页"
+            "内存的复制）")
