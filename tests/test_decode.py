@@ -511,3 +511,13 @@ def test_beam_search_encodes_each_sentence_once(model, src, monkeypatch):
     monkeypatch.setattr(type(model), "encode", spy)
     beam_search(model, src, beam_size=4, max_len=6)
     assert seen == [tuple(src.shape)]
+
+
+def test_a_trace_that_is_not_a_list_is_refused_before_the_search(model, src, monkeypatch):
+    import tf_tutorial.decode as decode
+    steps = []
+    monkeypatch.setattr(decode, "decode_step", lambda *a: steps.append(1))
+    for bad in ({}, "x"):
+        with pytest.raises(TypeError, match=f"^trace must be None or a list, but got {type(bad).__name__}$"):
+            beam_search(model, src, 2, 3, trace=bad)
+    assert not steps                                      # no step ran

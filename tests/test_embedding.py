@@ -1,4 +1,5 @@
 import math
+import re
 
 import pytest
 import torch
@@ -32,6 +33,18 @@ def test_shift_is_one_linear_map_for_every_position(k):
     m = shift_matrix(k, D)
     torch.testing.assert_close(pe[k:], pe[:-k] @ m.T, atol=1e-6, rtol=0)
     torch.testing.assert_close(m @ m.T, torch.eye(D, dtype=torch.float64))  # a rotation
+
+
+@pytest.mark.parametrize("k, error", [("a", TypeError), (True, TypeError), (None, TypeError),
+                                      (float("nan"), ValueError), (float("inf"), ValueError)])
+def test_a_shift_that_is_not_a_finite_number_is_refused_by_name(k, error):
+    with pytest.raises(error, match=f"^k must be a finite number of positions, but got {re.escape(repr(k))}$"):
+        shift_matrix(k, D)
+
+
+def test_a_shift_may_be_negative_or_fractional():
+    torch.testing.assert_close(shift_matrix(-3, D), shift_matrix(3, D).T)        # the inverse rotation
+    torch.testing.assert_close(shift_matrix(0.5, D) @ shift_matrix(0.5, D), shift_matrix(1, D))
 
 
 def test_without_positions_attention_is_permutation_equivariant():

@@ -929,6 +929,8 @@ def test_a_bad_keep_mask_or_cache_is_refused_by_name():
     for dtype in (torch.float32, torch.uint8, torch.int16):       # index_select takes int32/int64 only
         with pytest.raises(ValueError, match=rf"^keep: expected .* but got {dtype} of shape \(3,\)$"):
             m(tokens, keep=torch.zeros(3, dtype=dtype))
+    with pytest.raises(TypeError, match=r"^keep must be a torch.Tensor, but got list$"):
+        m(tokens, keep=[0, 1])
     with pytest.raises(ValueError, match=r"^keep: positions must be on the tokens' device \(cpu\), "
                                          r"but got them on meta$"):
         m(tokens, keep=torch.zeros(3, dtype=torch.long, device="meta"))

@@ -152,15 +152,25 @@ def test_a_sequence_longer_than_max_len_is_named(src_len, tgt_len, message):
     assert m(src[:, :8], tgt[:, :8]).shape == (1, min(tgt_len, 8), 23)
 
 
-def test_an_empty_target_and_an_id_out_of_range_name_their_argument():
+def test_an_empty_sequence_and_an_id_out_of_range_name_their_argument():
+    """An empty source is refused like an empty target (a source of <pad> only is a sentence whose
+    rows get zeros); in every entry that encodes."""
+    from tf_tutorial.decode import beam_search, greedy_decode
+
     m = Transformer(TransformerConfig(**{**SMALL, "src_vocab_size": 13, "tgt_vocab_size": 11}))
     with pytest.raises(ValueError, match=r"^tgt_in: expected at least one token \(BOS\), but got shape \(2, 0\)$"):
         m(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 0, dtype=torch.long))
+    empty = torch.ones(2, 0, dtype=torch.long)
+    for call in (lambda: m(empty, torch.ones(2, 2, dtype=torch.long)), lambda: m.encode(empty),
+                 lambda: greedy_decode(m, empty, 3), lambda: beam_search(m, empty, 2, 3)):
+        with pytest.raises(ValueError, match=r"^src: expected at least one token \(EOS\), but got shape \(2, 0\)$"):
+            call()
+    pads = torch.full((1, 3), m.config.pad_id)
+    assert m(pads, torch.ones(1, 2, dtype=torch.long)).isfinite().all()
     with pytest.raises(ValueError, match="^tgt_in: token id 12 is out of range for vocab_size=11$"):
         m(torch.tensor([[3, 12]]), torch.tensor([[1, 12]]))          # 12 is a fine source id
     with pytest.raises(ValueError, match="^src: token id 13 is out of range for vocab_size=13$"):
         m(torch.tensor([[3, 13]]), torch.tensor([[1, 2]]))
-    assert m(torch.ones(1, 0, dtype=torch.long), torch.ones(1, 2, dtype=torch.long)).isfinite().all()
 
 
 @pytest.mark.parametrize("pad_id, bos_id, eos_id", [(0, 1, 2), (1, 0, 2), (2, 1, 0), (3, 1, 2)])

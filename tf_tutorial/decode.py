@@ -258,6 +258,9 @@ def beam_search(model: Transformer, src: torch.Tensor,
     require_sizes(beam_size=beam_size)
     require_nonnegative(alpha=alpha)
     require_flags(use_cache=use_cache)
+    if trace is not None and not isinstance(trace, list):
+        raise TypeError(f"trace must be None or a list, but got "
+                        f"{type(trace).__name__}")
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     (n, caps), pad, k = _max_len(model, src, max_len), model.config.pad_id, \
         beam_size

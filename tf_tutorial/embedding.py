@@ -12,9 +12,10 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (require_counts, require_dropout,
-                                 require_float_dtype, require_sizes,
-                                 require_tensors, require_width)
+from tf_tutorial._checks import (_is_real, bad_value, require_counts,
+                                 require_dropout, require_float_dtype,
+                                 require_sizes, require_tensors,
+                                 require_width)
 
 
 def _frequencies(d_model: int) -> torch.Tensor:
@@ -50,8 +51,11 @@ def shift_matrix(k: int, d_model: int) -> torch.Tensor:
     Block diagonal: for each frequency ω_i the 2×2 rotation
     [[cos ωk, sin ωk], [−sin ωk, cos ωk]] acting on the pair
     (sin ω pos, cos ω pos). It depends on k only, never on pos. D must be even:
-    every sine needs its cosine.
+    every sine needs its cosine. ``k``: any finite number of positions.
     """
+    if not (_is_real(k) and math.isfinite(k)):
+        raise bad_value(_is_real(k), f"k must be a finite number of "
+                                     f"positions, but got {k!r}")
     if isinstance(d_model, int) and d_model % 2:
         raise ValueError(f"d_model must be even for the shift matrix "
                          f"(sin/cos pairs), but got {d_model}")

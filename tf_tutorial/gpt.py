@@ -372,6 +372,7 @@ def _check_keep(keep, shape, device) -> None:
     """``keep`` is a boolean mask of ``shape`` or 1-D integer row-major
     indices; indices held on the CPU are checked against B·L too (on a GPU
     that would mean waiting for them)."""
+    require_tensors(keep=keep)
     if keep.dtype == torch.bool and keep.shape == shape:
         return
     if keep.dtype not in (torch.int32, torch.int64) or keep.dim() != 1:

@@ -210,6 +210,9 @@ class Transformer(nn.Module):
         """
         require_ids(src, "src", lead="B, S")
         require_fits("src", 0, src.shape[1], self.config.max_len)
+        if src.shape[1] == 0:      # all <pad> gives zeros; no token is refused
+            raise ValueError("src: expected at least one token (EOS), but got "
+                             f"shape {tuple(src.shape)}")
         src_mask = padding_mask(src, self.config.pad_id)         # (B, 1, S)
         x = _embed(self.src_embed, src, "src")                   # (B, S, D)
         return self.encoder(self.positions(x), src_mask), src_mask
