@@ -220,7 +220,14 @@ def test_sentence_bleu_names_an_argument_that_is_not_a_sentence():
 
 def test_exact_match_compares_tokens_so_extra_spaces_do_not_count():
     assert exact_match(["我 爱  中国", "我 爱 中国 ", " 我 爱 中国"], ["我 爱 中国"] * 3) == 1.0
-    assert exact_match(["我爱 中国"], ["我 爱 中国"]) == 0.0            # a token is still a token
+    with pytest.warns(UserWarning, match=r"^exact_match: 1 of 2 outputs are their reference's text split into "
+                                         r"other tokens \(hyps\[1\]='我爱中国', refs\[1\]='我 爱 中国'\) and count "
+                                         r"as misses: .*tokens=True\)$"):
+        assert exact_match(["我 爱 中国", "我爱中国"], ["我 爱 中国"] * 2) == 0.5   # a token is still a token
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                                  # a plain miss says nothing
+        assert exact_match(["我 爱 北京", "我 爱 中国"], ["我 爱 中国"] * 2) == 0.5
 
 
 @pytest.mark.parametrize("max_n", [0, -1, 2.5, "4", True])

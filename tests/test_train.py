@@ -480,6 +480,7 @@ def test_cli_trains_saves_and_rejects_a_wrong_checkpoint(tmp_path):
     assert summary["steps"] == 5 and summary["config"] == "tiny" and 0 <= summary["test_exact_match"] <= 1
     assert summary["precision"] == "fp32"                      # what the run used, recorded
     assert summary["planned_steps"] == 5                       # a time budget would show as fewer steps
+    assert summary["bleu_signature"].startswith("nrefs:1|") and "tok:zh" in summary["bleu_signature"]
     assert json.loads((tmp_path / "results.json").read_text()) == summary
     r = _cli("--resume", str(tmp_path), "--steps", "6", "--no-progress")    # the run's folder
     assert r.returncode == 0, r.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import warnings
 from collections import Counter
 
 import sacrebleu
@@ -47,9 +48,23 @@ def exact_match(hyps: list[str], refs: list[str]) -> float:
     """完全匹配率：输出与参考译文逐个词元都相同的句子所占的比例。
 
     Share of outputs equal to the reference, token for token: the tokens are
-    the text split at whitespace, so extra spaces do not count.
+    the text split at whitespace, so extra spaces do not count. An output
+    that is its reference's text split into other tokens (我爱中国 for
+    我 爱 中国: a translator's output without ``tokens=True``) is a miss,
+    with a warning that says so.
     """
     _require_pairs(hyps, refs)
+    other_split = [i for i, (h, r) in enumerate(zip(hyps, refs))
+                   if "".join(h.split()) == "".join(r.split())
+                   and not same_tokens(h, r)]
+    if other_split:
+        i = other_split[0]
+        warnings.warn(
+            f"exact_match: {len(other_split)} of {len(refs)} outputs are "
+            f"their reference's text split into other tokens (hyps[{i}]="
+            f"{hyps[i]!r}, refs[{i}]={refs[i]!r}) and count as misses: exact "
+            "match compares tokens (a Translator gives them spaced with "
+            "tokens=True)", stacklevel=2)
     return sum(map(same_tokens, hyps, refs)) / len(refs)
 
 

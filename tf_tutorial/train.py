@@ -1063,7 +1063,7 @@ def main(argv=None) -> int:
         return 130
     rank = dist.get_rank() if dist.is_initialized() else 0
     if rank == 0:
-        from tf_tutorial.metrics import evaluate
+        from tf_tutorial.metrics import bleu_signature, evaluate
         c = result.corpus
         test = evaluate(result.model, c.test, c.src_vocab, c.tgt_vocab,
                         beam_size=args.beam)
@@ -1075,7 +1075,9 @@ def main(argv=None) -> int:
                    "train_seconds": round(result.history["seconds"], 1),
                    "parameters": count_parameters(result.model),
                    "test_exact_match": round(test["exact_match"], 4),
-                   "test_bleu": round(test["bleu"], 2)}
+                   "test_bleu": round(test["bleu"], 2),
+                   # how the BLEU was computed (Post 2018: report it)
+                   "bleu_signature": bleu_signature()}
         print(json.dumps(summary, ensure_ascii=False))
         if summary["steps"] == 0 and args.max_seconds is not None:
             # the time ran out at once: the scores are the initial weights'

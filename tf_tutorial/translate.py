@@ -232,8 +232,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("sentence", nargs="*",
                    help="the sentences, translated one per line: each "
                         "quoted argument is one; words typed without quotes "
-                        "are split after . ? or !; without any, one sentence "
-                        "per line from stdin")
+                        "are split after . ? or !; without any (or with -), "
+                        "one sentence per line from stdin")
     p.add_argument("--beam", type=int, default=1,
                    help="beam size (default 1 = greedy)")
     p.add_argument("--tokens", action="store_true",
@@ -268,6 +268,8 @@ def _main(argv=None) -> int:
             [a for a in extra if a.startswith("-")] or extra))
     if args.beam < 1:
         parser.error(f"--beam must be a positive integer, but got {args.beam}")
+    if args.sentence == ["-"]:             # the usual name for stdin
+        args.sentence = []
     try:
         translator = load_translator(args.checkpoint, args.beam, args.device)
         translator.note_file = sys.stderr  # stdout holds the translations only

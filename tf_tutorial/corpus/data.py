@@ -134,10 +134,11 @@ _CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
     (r"\b(I)'m\b", r"\1 am"),                                             # I'm → I am
     (r"\b(you|we|they)'re\b", r"\1 are"),                                 # they're → they are
     (r"\b(I|you|we|they|he|she)'ll\b", r"\1 will"),                      # we'll → we will
+    (r"\b(I|you|we|they)'ve\b", r"\1 have"),                              # I've → I have
     # after these words 's is never the possessive (the corpus has no "has"), unless "He" is
     # a surname (Professor He's book: 何 教授 的 书)
     ("".join(rf"(?<!\b{t} )(?<!\b{t}\. )" for t in sorted(TITLE_WORDS))
-     + r"\b(he|she|it|that|there|what|who)'s\b", r"\1 is"))]            # he's → he is
+     + r"\b(he|she|it|that|there|here|what|who|where|how)'s\b", r"\1 is"))]            # he's → he is
 _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
                          r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
@@ -257,8 +258,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes ".";
     "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", any other
     n't its two words (can't → can not, shan't → shall not, hasn't → has not), and "I'm",
-    "you're", "we'll", "he's" their long forms (am, are, will, is: the words the corpus has; after
-    he, she, it, that, there, what and who 's is "is", never the possessive, except for the
+    "you're", "we'll", "I've", "he's" their long forms (am, are, will, have, is; after
+    he, she, it, that, there, here, what, who, where and how 's is "is", never the possessive, except for the
     surname He after a title: Professor He's book); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand one" →
     one thousand and one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
