@@ -256,6 +256,20 @@ def test_vocab_refuses_a_string_to_encode_and_ids_that_are_not_integers():
     assert v.decode(np.array([4, 5])) == v.decode(torch.tensor([4, 5])) == ["a", "b"]
 
 
+def test_vocab_refuses_tokens_that_are_not_strings():
+    # None became a word of the vocabulary, and encode mapped None and 1 to <unk> silently
+    for bad in ([None], ["a", 1], [("a",)]):
+        with pytest.raises(TypeError, match=rf"^tokens: every token must be a str, but got "
+                                            rf"{re.escape(repr(bad[-1]))}$"):
+            Vocab(bad)
+    v = Vocab(["a"])
+    for bad in (["a", None], [1]):
+        with pytest.raises(TypeError, match=rf"^tokens: every token must be a str, but got "
+                                            rf"{re.escape(repr(bad[-1]))}$"):
+            v.encode(bad)
+    assert v.encode(iter(["a", "zz"])) == [v.stoi["a"], v.unk_id]      # any iterable of str
+
+
 def test_pad_refuses_ids_that_are_not_integers():
     # a float id was cut to an integer without a word (1.7 -> 1)
     for bad, dtype in (([[5, 6], [1.7, 2.2]], "torch.float32"), ([[True, False]], "torch.bool")):

@@ -31,10 +31,14 @@ def test_numbers_are_regrouped_into_wan_and_yi(n, en, zh):
     assert "".join(number_zh(n)) == zh
 
 
-def test_numbers_reject_out_of_range():
-    for bad in (0, 10**9):
-        with pytest.raises(ValueError, match=r"n must be in \[1, 10\^9\), but got"):
-            number_zh(bad)
+def test_numbers_reject_out_of_range_and_what_is_no_integer():
+    for write in (number_zh, number_en):
+        for bad in (0, 10**9):
+            with pytest.raises(ValueError, match=rf"^n must be an integer in \[1, 10\^9\), but got {bad}$"):
+                write(bad)
+        for bad in (True, 1.5, 2.0, "3"):           # True used to be one, 2.0 two
+            with pytest.raises(TypeError, match=rf"^n must be an integer in \[1, 10\^9\), but got {bad!r}$"):
+                write(bad)
 
 
 def noun(en):

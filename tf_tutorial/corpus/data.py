@@ -52,6 +52,13 @@ def same_sentences(a: int, b: int) -> bool:
     return not any(low < v <= high for v in NEW_DRAWS)
 
 
+def _require_strings(tokens, name: str) -> None:
+    """Every token a str: None or 1 would otherwise be a word, or <unk>."""
+    bad = [t for t in tokens if not isinstance(t, str)]
+    if bad:
+        raise TypeError(f"{name}: every token must be a str, but got {bad[0]!r}")
+
+
 class Vocab:
     """词表：词元与编号的双向对照。
 
@@ -61,7 +68,9 @@ class Vocab:
     def __init__(self, tokens):
         if isinstance(tokens, str):    # would be a vocabulary of letters
             raise TypeError(f"tokens must be a collection of tokens, but got the string {tokens!r}")
-        self.itos = list(SPECIALS) + sorted(set(tokens) - set(SPECIALS))
+        tokens = set(tokens)
+        _require_strings(tokens, "tokens")
+        self.itos = list(SPECIALS) + sorted(tokens - set(SPECIALS))
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
 
@@ -85,6 +94,8 @@ class Vocab:
             raise TypeError(f"tokens must be a list of tokens (e.g. {tokens!r}.split()), but got the "
                             f"string {tokens!r}")
         require_flags(bos=bos, eos=eos)   # bos=2 would add two
+        tokens = list(tokens)
+        _require_strings(tokens, "tokens")      # None or 1 would be <unk>
         ids = [self.stoi.get(t, self.unk_id) for t in tokens]
         return [self.bos_id] * bool(bos) + ids + [self.eos_id] * bool(eos)
 

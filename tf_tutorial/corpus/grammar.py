@@ -16,6 +16,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
+from tf_tutorial._checks import _is_integer, bad_value
 from tf_tutorial.corpus import lexicon
 
 DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
@@ -32,8 +33,9 @@ def number_en(n: int) -> list[str]:
     "and" before a last part below a hundred: 305000 → three hundred and
     five thousand; 1005 → one thousand and five.
     """
-    if not 1 <= n < 10**9:
-        raise ValueError(f"n must be in [1, 10^9), but got {n}")
+    if not (_is_integer(n) and 1 <= n < 10**9):      # True is not 1, 1.5 no n
+        raise bad_value(_is_integer(n),
+                        f"n must be an integer in [1, 10^9), but got {n!r}")
 
     def below_1000(v: int) -> list[str]:
         words = [ONES[v // 100], "hundred"] if v >= 100 else []
@@ -63,8 +65,9 @@ def number_zh(n: int) -> list[str]:
     100000005 → 一 亿 零 五;  15 → 十 五;  2500 → 两 千 五 百 (a leading 2
     reads 两 before 千, 万 and 亿, and 二 elsewhere: 二 百, 一 万 二 千).
     """
-    if not 1 <= n < 10**9:
-        raise ValueError(f"n must be in [1, 10^9), but got {n}")
+    if not (_is_integer(n) and 1 <= n < 10**9):      # True is not 1, 1.5 no n
+        raise bad_value(_is_integer(n),
+                        f"n must be an integer in [1, 10^9), but got {n!r}")
 
     def section(v: int) -> list[str]:  # 1 ≤ v ≤ 9999, with zeros inside it
         out, zero, started = [], False, False
