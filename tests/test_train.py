@@ -280,6 +280,21 @@ def test_numpy_floats_and_bools_in_any_configuration_save_in_a_readable_checkpoi
         assert not any(isinstance(v, np.generic) for v in dataclasses.astuple(config)), config
 
 
+def test_fractions_in_a_configuration_save_in_a_readable_checkpoint(corpus, tmp_path):
+    """Fraction(1, 2) passed every check and trained, but the checkpoint held it, and load_checkpoint
+    (weights_only=True) refused it: stored as a float, like a NumPy number."""
+    from fractions import Fraction
+
+    from tf_tutorial.gpt import GPTConfig
+    cfg = TINY.with_changes(lr_scale=Fraction(1, 2), clip=Fraction(3, 2), steps=2)
+    assert (cfg.lr_scale, cfg.clip) == (0.5, 1.5) and type(cfg.lr_scale) is float
+    train(cfg, out_dir=tmp_path, corpus=corpus, progress=False)
+    assert load_checkpoint(tmp_path, cfg)["train_config"]["lr_scale"] == 0.5
+    assert type(TransformerConfig(9, 9, dropout=Fraction(1, 5)).dropout) is float
+    assert type(GPTConfig(vocab_size=9, rope_base=Fraction(500)).rope_base) is float
+    assert TINY.with_changes(norm_first=True).norm_first is True          # bools stay bools
+
+
 def test_norm_first_must_be_a_flag_when_the_configuration_is_made():
     # "no" is a non-empty string: it used to reach the model and mean True
     with pytest.raises(TypeError, match="^norm_first must be True or False, but got 'no'$"):

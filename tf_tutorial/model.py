@@ -7,7 +7,7 @@ V vocabulary size.
 """
 from __future__ import annotations
 
-
+import numbers
 from dataclasses import asdict, dataclass, fields, replace
 
 import numpy as np
@@ -39,7 +39,8 @@ def plain_numbers(config, names=None) -> None:
     ``np.linspace``; stored as Python's own number, the config prints,
     compares and saves like one written by hand, in a JSON record and in a
     checkpoint that ``torch.load(weights_only=True)`` reads back (it refuses
-    NumPy objects). ``names``: those fields (sizes, early, so that messages
+    NumPy objects); any other real number (``Fraction(1, 2)``) becomes a
+    float, for the same reason. ``names``: those fields (sizes, early, so that messages
     print them plainly), or every field (last, after the checks). Values of
     other types are left for the checks to refuse.
     """
@@ -50,6 +51,9 @@ def plain_numbers(config, names=None) -> None:
             object.__setattr__(config, name, int(value))
         elif isinstance(value, np.generic):
             object.__setattr__(config, name, value.item())
+        elif (isinstance(value, numbers.Real)            # Fraction(1, 2)
+              and not isinstance(value, (bool, float))):
+            object.__setattr__(config, name, float(value))
 
 
 def check_shape(config, sizes) -> None:
