@@ -275,13 +275,14 @@ def sync_count(run) -> int:
     non-blocking copy from pageable memory, which may still wait, is not flagged)."""
     import warnings
 
+    before = torch.cuda.get_sync_debug_mode()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         torch.cuda.set_sync_debug_mode("warn")
         try:
             run()
         finally:
-            torch.cuda.set_sync_debug_mode("default")
+            torch.cuda.set_sync_debug_mode(before)      # as it was
     return sum("synchronizing" in str(w.message) for w in caught)
 
 
@@ -305,19 +306,22 @@ def steps_run(run) -> int:
     return calls
 
 
-def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, int] = (10, 30),
+def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, ...] = (10, 20, 30),
                count=sync_count) -> dict:
     """Waits per training step, in chapter 10's loop (``train``) and chapter 11's
-    (``train_continuation``): each loop runs ``steps[0]`` and ``steps[1]`` steps on the same batches,
-    after an uncounted warm-up, and the difference of the two counts over the difference of the
-    steps is what a step costs, the set-up and the end (the losses read once) left out. 0 backs the
-    chapters' "no wait mid-step"; fp16's gradient scaler checks for inf on the host every step (1)."""
+    (``train_continuation``): each loop runs each of ``steps`` (three lengths, evenly spaced) on the
+    same batches, after an uncounted warm-up. With counts growing by the same amount from length to
+    length (``linear``), that amount over the step difference is what a step costs, the set-up and
+    the end (the losses read once, one validation) left out; a wait every few steps would break the
+    line, and is then left for the raw counts to show. Not counted: the validations during training
+    and the progress bar's loss (every 50 steps), which both loops run with ``progress=False``
+    leaves out. 0 backs the chapters' "no wait mid-step"."""
     from tf_tutorial.gpt import GPT, GPTConfig, continuation_vocab, train_continuation
 
-    a, b = steps
-    if not 0 < a < b:
-        raise ValueError(f"steps must be two step counts, the first smaller, but got {steps}")
-    cfg = dataclasses.replace(cfg, eval_every=max(cfg.eval_every, b))   # one evaluation, at the end
+    a, b, c = steps if len(steps) == 3 else (None, None, None)
+    if a is None or not 0 < a < b < c or b - a != c - b:
+        raise ValueError(f"steps must be three evenly spaced step counts, smallest first, but got {steps}")
+    cfg = dataclasses.replace(cfg, eval_every=max(cfg.eval_every, c))   # one evaluation, at the end
     vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
     gpt_cfg = GPTConfig(len(vocab), cfg.d_model, cfg.n_heads, 2, cfg.d_ff, cfg.dropout, max_len=256,
                         pad_id=vocab.pad_id, eos_id=vocab.eos_id, norm_first=True)
@@ -331,13 +335,16 @@ def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, int] 
                            device=device, progress=False, precision=precision)
 
     amp = autocast_dtype(torch.device(device), precision)
-    out = {"steps": [a, b], "precision": str(amp or torch.float32).replace("torch.", ""),
+    out = {"steps": [a, b, c], "precision": str(amp or torch.float32).replace("torch.", ""),
            "counted_by": ("torch.cuda.set_sync_debug_mode('warn')" if count is sync_count
-                          else f"{count.__name__} (not waits: a dry run checks the code path)")}
+                          else f"{count.__name__} (not waits: a dry run checks the code path)"),
+           "not_counted": "validation during training; the progress bar's loss"}
     for name, loop in (("train", encoder_decoder), ("train_continuation", decoder_only)):
         loop(2)                                          # warm-up: the first kernels, cuBLAS
-        counts = [count(lambda n=n: loop(n)) for n in (a, b)]
-        out[name] = {"syncs": counts, "per_step": (counts[1] - counts[0]) / (b - a)}
+        counts = [count(lambda n=n: loop(n)) for n in (a, b, c)]
+        linear = counts[1] - counts[0] == counts[2] - counts[1]
+        out[name] = {"syncs": counts, "linear": linear,
+                     "per_step": (counts[2] - counts[0]) / (c - a) if linear else None}
         print("syncs", name, out[name], flush=True)
     return out
 
@@ -513,7 +520,7 @@ def main(argv=None) -> dict:
             record["fp16_check"] = fp16_check(small_cfg, device, small, steps=200 if not args.dry_run else 4)
         elif stage == "syncs":       # 7. waits per training step, both loops (CUDA only)
             record["sync_check"] = (sync_check(small_cfg, device, small, precision) if not args.dry_run
-                                    else sync_check(small_cfg, device, small, precision, (2, 4), steps_run))
+                                    else sync_check(small_cfg, device, small, precision, (2, 3, 4), steps_run))
         elif stage == "ch11":        # 8. decoder-only against encoder–decoder, same parameters, same time
             record["ch11"] = ch11_comparison(cfg, corpus, device, precision, args.ch11_seconds)
         elif stage == "resume":      # 9. a checkpoint carries the GPU's random state
@@ -530,7 +537,7 @@ def main(argv=None) -> dict:
     # (2026-12-04, stage_seconds) took train: its budget + 19, scores 7, kv_cache 6, fp16 39,
     # ch11: its two budgets + 16, resume 10, benchmarks 75, compile 253; sdpa, variant and syncs
     # are not yet measured (variant: its budget, plus scoring and data, as train; syncs: eight
-    # short runs of fp16's size)
+    # short runs of fp16's size, a warm-up and three lengths for each loop)
     needs = {"train": args.seconds + 40, "scores": 30, "kv_cache": 20, "fp16": 45, "resume": 20, "syncs": 60,
              "ch11": 2 * args.ch11_seconds + 40, "variant": args.variant_seconds + 40, "sdpa": 90,
              "benchmarks": 120, "compile": 280}

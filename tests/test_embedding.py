@@ -43,8 +43,13 @@ def test_a_shift_that_is_not_a_finite_number_is_refused_by_name(k, error):
 
 
 def test_a_shift_may_be_negative_or_fractional():
+    from fractions import Fraction
     torch.testing.assert_close(shift_matrix(-3, D), shift_matrix(3, D).T)        # the inverse rotation
     torch.testing.assert_close(shift_matrix(0.5, D) @ shift_matrix(0.5, D), shift_matrix(1, D))
+    for same in (Fraction(1, 2), torch.tensor(0.5)):                           # any real number, 0-d too
+        torch.testing.assert_close(shift_matrix(same, D), shift_matrix(0.5, D))
+    with pytest.raises(ValueError, match=r"^k must be a finite number of positions, but got 1000"):
+        shift_matrix(10 ** 400, D)                                            # too large for a float
 
 
 def test_without_positions_attention_is_permutation_equivariant():

@@ -45,9 +45,9 @@ def test_dry_run_writes_every_stage_of_the_record(dry_run):
                                           "vocab": 1000}     # the sizes the book states, recorded
     assert saved["fp16_check"]["all_finite"] and saved["fp16_check"]["steps"] == 4
     syncs = saved["sync_check"]           # on a CPU it counts optimiser steps: one per step, both loops
-    assert syncs["steps"] == [2, 4] and syncs["counted_by"].startswith("steps_run")
+    assert syncs["steps"] == [2, 3, 4] and syncs["counted_by"].startswith("steps_run")
     for loop in ("train", "train_continuation"):
-        assert syncs[loop] == {"syncs": [2, 4], "per_step": 1.0}
+        assert syncs[loop] == {"syncs": [2, 3, 4], "linear": True, "per_step": 1.0}
     resume = saved["resume_check"]                             # stopped after 2 of 4 steps, with dropout
     assert resume["resumed_at"] == 2 and resume["dropout"] > 0
     assert resume["max_rel_loss_gap_after_resume"] < 1e-5
@@ -376,6 +376,7 @@ def test_sync_count_counts_the_warnings_of_the_sync_debug_mode(monkeypatch):
 
     modes = []
     monkeypatch.setattr(torch.cuda, "set_sync_debug_mode", modes.append)
+    monkeypatch.setattr(torch.cuda, "get_sync_debug_mode", lambda: 2)     # "error", set by someone
 
     def run():
         for _ in range(3):
@@ -386,10 +387,10 @@ def test_sync_count_counts_the_warnings_of_the_sync_debug_mode(monkeypatch):
         warnings.simplefilter("ignore")          # seen once before: counted all the same
         warnings.warn("called a synchronizing CUDA operation")
         assert sync_count(run) == 3
-    assert modes == ["warn", "default"]
+    assert modes == ["warn", 2]                    # the mode it found, set back
     with pytest.raises(ZeroDivisionError):
         sync_count(lambda: 1 / 0)
-    assert modes[-1] == "default"
+    assert modes[-1] == 2
 
 
 def test_sync_check_takes_the_per_step_difference(monkeypatch):
@@ -406,25 +407,37 @@ def test_sync_check_takes_the_per_step_difference(monkeypatch):
         return 5 + 2 * steps_run(run)
 
     fake.__name__ = "fake"
-    out = sync_check(cfg, "cpu", corpus, "fp32", (1, 3), fake)
-    assert out["train"] == {"syncs": [7, 11], "per_step": 2.0}
-    assert out["train_continuation"] == {"syncs": [7, 11], "per_step": 2.0}
-    for bad in ((3, 3), (0, 2), (4, 2)):
-        with pytest.raises(ValueError, match=r"steps must be two step counts"):
+    out = sync_check(cfg, "cpu", corpus, "fp32", (1, 2, 3), fake)
+    assert out["train"] == {"syncs": [7, 9, 11], "linear": True, "per_step": 2.0}
+    assert out["train_continuation"] == {"syncs": [7, 9, 11], "linear": True, "per_step": 2.0}
+
+    def every_other(run):                       # a wait every second step: no steady rate
+        return steps_run(run) // 2
+
+    every_other.__name__ = "every_other"
+    out = sync_check(cfg, "cpu", corpus, "fp32", (1, 2, 3), every_other)
+    assert out["train"] == {"syncs": [0, 1, 1], "linear": False, "per_step": None}
+    for bad in ((3, 3, 3), (0, 1, 2), (4, 2, 0), (1, 2, 4), (1, 2)):
+        with pytest.raises(ValueError, match=r"steps must be three evenly spaced step counts"):
             sync_check(cfg, "cpu", corpus, "fp32", bad, fake)
 
 
 def test_chapter_11_says_whether_the_waits_were_counted(dry_run):
-    """Without a GPU record (or one from before the syncs stage) the chapter says the waits are
-    inferred; with one it quotes the counts, the machine and the precision."""
+    """Without a GPU record (or one from before the syncs stage, or a dry run, whose counts are
+    optimiser steps) the chapter says the waits are inferred; with GPU counts it quotes them, the
+    machine and the precision, and counts that do not grow evenly are called unclear."""
     from tf_tutorial.book.records import sync_text
 
     record, _ = dry_run
-    for missing in (None, {k: v for k, v in record.items() if k != "sync_check"}):
+    gpu = {**record, "dry_run": False,
+           "sync_check": {**record["sync_check"], "counted_by": "torch.cuda.set_sync_debug_mode('warn')",
+                          "train": {"syncs": [4, 4, 4], "linear": True, "per_step": 0.0}}}
+    for missing in (None, {k: v for k, v in gpu.items() if k != "sync_check"}, record,
+                    {**gpu, "dry_run": True}):
         assert sync_text(missing).endswith("还没有在 GPU 上量过")
-    text = sync_text(record)
-    assert record["machine"]["name"] in text and "bfloat16" in text
-    assert "训练循环每步等 1 次，本章的每步等 1 次" in text
-    zero = {**record, "sync_check": {**record["sync_check"],
-                                     "train": {"syncs": [4, 4], "per_step": 0.0}}}
-    assert "训练循环每步一次也不等，本章的每步等 1 次" in sync_text(zero)
+    text = sync_text(gpu)
+    assert gpu["machine"]["name"] in text and "bfloat16" in text
+    assert "训练循环每步一次也不等，本章的每步等 1 次（不算训练中的验证和进度条" in text
+    uneven = {**gpu, "sync_check": {**gpu["sync_check"],
+                                    "train": {"syncs": [4, 5, 5], "linear": False, "per_step": None}}}
+    assert "每步几次说不清" in sync_text(uneven)

@@ -45,17 +45,25 @@ def positional_encoding(max_len: int, d_model: int,
     return pe.to(dtype)
 
 
-def shift_matrix(k: int, d_model: int) -> torch.Tensor:
+def shift_matrix(k: float, d_model: int) -> torch.Tensor:
     """平移 k 个位置的矩阵 R(k)：恒有 P[pos + k] = R(k) P[pos]，形状 (D, D)。
 
     Block diagonal: for each frequency ω_i the 2×2 rotation
     [[cos ωk, sin ωk], [−sin ωk, cos ωk]] acting on the pair
     (sin ω pos, cos ω pos). It depends on k only, never on pos. D must be even:
-    every sine needs its cosine. ``k``: any finite number of positions.
+    every sine needs its cosine. ``k``: any finite number of positions (a
+    0-d tensor too).
     """
-    if not (_is_real(k) and math.isfinite(k)):
-        raise bad_value(_is_real(k), f"k must be a finite number of "
-                                     f"positions, but got {k!r}")
+    given = k
+    if isinstance(k, torch.Tensor) and k.dim() == 0:
+        k = k.item()
+    try:
+        k = float(k) if _is_real(k) else None
+    except OverflowError:                     # 10**400
+        k = math.inf
+    if k is None or not math.isfinite(k):
+        raise bad_value(k is not None, f"k must be a finite number of "
+                                       f"positions, but got {given!r}")
     if isinstance(d_model, int) and d_model % 2:
         raise ValueError(f"d_model must be even for the shift matrix "
                          f"(sin/cos pairs), but got {d_model}")

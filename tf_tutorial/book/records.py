@@ -143,19 +143,25 @@ def progress_within(during: list[dict], seconds: float | None = None,
 
 
 def sync_text(record: dict | None) -> str:
-    """第 11 章的半句话：两个训练循环每步等 GPU 几次；GPU 记录里有 ``sync_check`` 就引用它，没有就说没量过。
+    """第 11 章的半句话：两个训练循环每步等 GPU 几次；GPU 记录里有在 GPU 上数出的 ``sync_check`` 就引用它，没有就说没量过。
 
-    ``record``: ``gpu.json`` as :func:`load_record` returns it (None when there is none).
+    ``record``: ``gpu.json`` as :func:`load_record` returns it (None when there is none). Only
+    counts taken with PyTorch's sync debug mode are quoted (a dry run counts optimiser steps); counts
+    that did not grow by the same amount at each length are called unclear, not divided.
     """
     check = None if record is None else record.get("sync_check")
-    if not check or "train_continuation" not in check:
+    if (not check or record.get("dry_run") or "train_continuation" not in check
+            or not check.get("counted_by", "").startswith("torch.cuda.set_sync_debug_mode")):
         return "都是按 PyTorch 和 CUDA 的文档推断的，还没有在 GPU 上量过"
+    where = f"在 {record['machine']['name']} 上（{check['precision']}）用 PyTorch 的同步调试模式数过"
+    if not all(check[loop].get("linear") for loop in ("train", "train_continuation")):
+        return (f"是按 PyTorch 和 CUDA 的文档推断的；{where}，但次数没有随步数均匀增长，"
+                "每步几次说不清（原始计数在记录的 sync_check 里）")
 
     def waits(loop: str) -> str:
         n = check[loop]["per_step"]
         return "一次也不等" if n == 0 else f"等 {n:g} 次"
 
-    return (f"是按 PyTorch 和 CUDA 的文档推断的；在 {record['machine']['name']} 上"
-            f"（{check['precision']}）用 PyTorch 的同步调试模式数过，第 10 章的训练循环每步"
-            f"{waits('train')}，本章的每步{waits('train_continuation')}（这个模式数不到从非锁页"
-            "内存的复制）")
+    return (f"是按 PyTorch 和 CUDA 的文档推断的；{where}，第 10 章的训练循环每步"
+            f"{waits('train')}，本章的每步{waits('train_continuation')}（不算训练中的验证和进度条；"
+            "这个模式数不到从非锁页内存的复制）")

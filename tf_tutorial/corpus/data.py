@@ -269,7 +269,8 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     thousand; 1 to 999,999,999 only, like the corpus); "!" becomes ".";
     "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", any other
     n't its two words (can't → can not, shan't → shall not, hasn't → has not), and "I'm",
-    "you're", "we'll", "I've", "he's" their long forms (am, are, will, have, is; after
+    "you're", "we'll", "I've", "he's" their long forms (am, are, will, have, is: the corpus has
+    no "have", so it is named as an unknown word, as "ve" was; after
     he, she, it, that, there, here, what, who, where and how 's is "is", never the possessive, except for the
     surname He after a title: Professor He's book); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand one" →
