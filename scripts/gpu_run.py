@@ -318,9 +318,9 @@ def sync_check(cfg, device: str, corpus, precision: str, steps: tuple[int, ...] 
     leaves out. 0 backs the chapters' "no wait mid-step"."""
     from tf_tutorial.gpt import GPT, GPTConfig, continuation_vocab, train_continuation
 
-    a, b, c = steps if len(steps) == 3 else (None, None, None)
-    if a is None or not 0 < a < b < c or b - a != c - b:
+    if len(steps) != 3 or not 0 < steps[0] < steps[1] < steps[2] or 2 * steps[1] != steps[0] + steps[2]:
         raise ValueError(f"steps must be three evenly spaced step counts, smallest first, but got {steps}")
+    a, b, c = steps
     cfg = dataclasses.replace(cfg, eval_every=max(cfg.eval_every, c))   # one evaluation, at the end
     vocab = continuation_vocab(corpus.src_vocab, corpus.tgt_vocab)
     gpt_cfg = GPTConfig(len(vocab), cfg.d_model, cfg.n_heads, 2, cfg.d_ff, cfg.dropout, max_len=256,

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (DtypeMismatchError, WrongTypeError, require_counts, require_dropout, require_fits, require_flags, require_ids, require_nonnegative, require_positive, require_sizes,
+from tf_tutorial._checks import (DtypeMismatchError, WrongTypeError, require_counts, require_dropout, require_fits, require_flags, require_finite, require_ids, require_nonnegative, require_positive, require_sizes,
                                  require_tensors, require_width)
 from tf_tutorial.attention import causal_mask, fused_attention, grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.corpus.data import Vocab, pad
@@ -146,6 +146,15 @@ def test_require_nonnegative_wants_a_finite_number_from_zero(value, error):
     require_nonnegative(alpha=0, beta=0.6)
     with pytest.raises(error, match=rf"^alpha must be a finite number >= 0, but got {re.escape(repr(value))}$"):
         require_nonnegative(beta=1, alpha=value)
+
+
+@pytest.mark.parametrize("value, error", [(float("inf"), ValueError), (float("nan"), ValueError),
+                                          (10 ** 400, ValueError), ("0.6", WrongTypeError),
+                                          (None, WrongTypeError), (True, WrongTypeError)])
+def test_require_finite_wants_a_finite_real_number_of_either_sign(value, error):
+    require_finite(k=-3, shift=0.5, big=10 ** 300)
+    with pytest.raises(error, match=rf"^k must be a finite number, but got {re.escape(repr(value))}$"):
+        require_finite(shift=1, k=value)
 
 
 def test_require_ids_names_the_two_id_dtypes_an_embedding_takes():

@@ -38,7 +38,7 @@ def test_shift_is_one_linear_map_for_every_position(k):
 @pytest.mark.parametrize("k, error", [("a", TypeError), (True, TypeError), (None, TypeError),
                                       (float("nan"), ValueError), (float("inf"), ValueError)])
 def test_a_shift_that_is_not_a_finite_number_is_refused_by_name(k, error):
-    with pytest.raises(error, match=f"^k must be a finite number of positions, but got {re.escape(repr(k))}$"):
+    with pytest.raises(error, match=f"^k must be a finite number, but got {re.escape(repr(k))}$"):
         shift_matrix(k, D)
 
 
@@ -48,7 +48,7 @@ def test_a_shift_may_be_negative_or_fractional():
     torch.testing.assert_close(shift_matrix(0.5, D) @ shift_matrix(0.5, D), shift_matrix(1, D))
     for same in (Fraction(1, 2), torch.tensor(0.5)):                           # any real number, 0-d too
         torch.testing.assert_close(shift_matrix(same, D), shift_matrix(0.5, D))
-    with pytest.raises(ValueError, match=r"^k must be a finite number of positions, but got 1000"):
+    with pytest.raises(ValueError, match=r"^k must be a finite number, but got 1000"):
         shift_matrix(10 ** 400, D)                                            # too large for a float
 
 

@@ -174,6 +174,24 @@ def require_float_dtype(**dtypes) -> None:
                                  f"torch.dtype, but got {value!r}")
 
 
+def require_finite(**values) -> None:
+    """检查这些数都是有限的实数（正负都行，如平移的位置数），否则报出参数名。
+
+    ``require_finite(k=float("nan"))`` raises
+    ``ValueError: k must be a finite number, but got nan``; so does an integer
+    too large for a float (10**400); a string or a bool raises
+    :class:`WrongTypeError`.
+    """
+    for name, value in values.items():
+        try:
+            finite = _is_real(value) and math.isfinite(value)
+        except OverflowError:                 # 10**400 has no float
+            finite = False
+        if not finite:
+            raise bad_value(_is_real(value), f"{name} must be a finite "
+                            f"number, but got {value!r}")
+
+
 def require_positive(**values) -> None:
     """检查这些数都是正数（如 LayerNorm 的 eps），否则报出第一个不合格的参数名。
 

@@ -18,8 +18,9 @@ import torch
 
 from tf_tutorial._checks import (_is_integer, bad_value, require_fits,
                                  require_flags, require_ids,
-                                 require_nonnegative, require_sizes,
-                                 require_tensors, require_token_id)
+                                 require_instance, require_nonnegative,
+                                 require_sizes, require_tensors,
+                                 require_token_id)
 from tf_tutorial.decoder import DecoderCache
 from tf_tutorial.model import Transformer, require_pair
 
@@ -258,9 +259,8 @@ def beam_search(model: Transformer, src: torch.Tensor,
     require_sizes(beam_size=beam_size)
     require_nonnegative(alpha=alpha)
     require_flags(use_cache=use_cache)
-    if trace is not None and not isinstance(trace, list):
-        raise TypeError(f"trace must be None or a list, but got "
-                        f"{type(trace).__name__}")
+    if trace is not None:
+        require_instance(trace, list, "trace", " (or None)")
     bos_id, eos_id = _ids(model, bos_id, eos_id)
     (n, caps), pad, k = _max_len(model, src, max_len), model.config.pad_id, \
         beam_size

@@ -12,8 +12,8 @@ import math
 import torch
 from torch import nn
 
-from tf_tutorial._checks import (_is_real, bad_value, require_counts,
-                                 require_dropout, require_float_dtype,
+from tf_tutorial._checks import (require_counts, require_dropout,
+                                 require_finite, require_float_dtype,
                                  require_sizes, require_tensors,
                                  require_width)
 
@@ -54,16 +54,10 @@ def shift_matrix(k: float, d_model: int) -> torch.Tensor:
     every sine needs its cosine. ``k``: any finite number of positions (a
     0-d tensor too).
     """
-    given = k
     if isinstance(k, torch.Tensor) and k.dim() == 0:
         k = k.item()
-    try:
-        k = float(k) if _is_real(k) else None
-    except OverflowError:                     # 10**400
-        k = math.inf
-    if k is None or not math.isfinite(k):
-        raise bad_value(k is not None, f"k must be a finite number of "
-                                       f"positions, but got {given!r}")
+    require_finite(k=k)
+    k = float(k)                              # Fraction(1, 2) too
     if isinstance(d_model, int) and d_model % 2:
         raise ValueError(f"d_model must be even for the shift matrix "
                          f"(sin/cos pairs), but got {d_model}")

@@ -40,9 +40,9 @@ def plain_numbers(config, names=None) -> None:
     compares and saves like one written by hand, in a JSON record and in a
     checkpoint that ``torch.load(weights_only=True)`` reads back (it refuses
     NumPy objects); any other real number (``Fraction(1, 2)``) becomes a
-    float, for the same reason. ``names``: those fields (sizes, early, so that messages
-    print them plainly), or every field (last, after the checks). Values of
-    other types are left for the checks to refuse.
+    float, for the same reason. ``names``: those fields (sizes, early, so
+    that messages print them plainly), or every field (last, after the
+    checks). Values of other types are left for the checks to refuse.
     """
     for name in names if names is not None else [f.name
                                                  for f in fields(config)]:

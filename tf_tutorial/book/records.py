@@ -143,7 +143,7 @@ def progress_within(during: list[dict], seconds: float | None = None,
 
 
 def sync_text(record: dict | None) -> str:
-    """第 11 章的半句话：两个训练循环每步等 GPU 几次；GPU 记录里有在 GPU 上数出的 ``sync_check`` 就引用它，没有就说没量过。
+    """第 11 章的半句话：两个训练循环每步等 GPU 几次；记录里有在 GPU 上数出的次数就引用，没有就说没量过。
 
     ``record``: ``gpu.json`` as :func:`load_record` returns it (None when there is none). Only
     counts taken with PyTorch's sync debug mode are quoted (a dry run counts optimiser steps); counts

@@ -68,9 +68,9 @@ class Vocab:
     def __init__(self, tokens):
         if isinstance(tokens, str):    # would be a vocabulary of letters
             raise TypeError(f"tokens must be a collection of tokens, but got the string {tokens!r}")
-        tokens = set(tokens)
-        _require_strings(tokens, "tokens")
-        self.itos = list(SPECIALS) + sorted(tokens - set(SPECIALS))
+        tokens = list(tokens)
+        _require_strings(tokens, "tokens")      # before hashing: ["a", []]
+        self.itos = list(SPECIALS) + sorted(set(tokens) - set(SPECIALS))
         self.stoi = {t: i for i, t in enumerate(self.itos)}
         self.pad_id, self.bos_id, self.eos_id, self.unk_id = range(4)
 
@@ -149,7 +149,7 @@ _CONTRACTIONS = [(re.compile(short, re.IGNORECASE), long) for short, long in (
     # after these words 's is never the possessive (the corpus has no "has"), unless "He" is
     # a surname (Professor He's book: 何 教授 的 书)
     ("".join(rf"(?<!\b{t} )(?<!\b{t}\. )" for t in sorted(TITLE_WORDS))
-     + r"\b(he|she|it|that|there|here|what|who|where|how)'s\b", r"\1 is"))]            # he's → he is
+     + r"\b(he|she|it|that|there|here|what|who|where|how)'s\b", r"\1 is"))]   # he's → he is
 _TENS_UNITS = re.compile(r"\b(twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety)-"
                          r"(one|two|three|four|five|six|seven|eight|nine)\b", re.IGNORECASE)  # twenty-two
 _FINAL = {".", "?"}
@@ -270,9 +270,9 @@ def normalise(text: str, src_vocab: Vocab) -> list[str]:
     "doesn't" becomes "does not" (do, does, did, is, are, was, were), "won't" "will not", any other
     n't its two words (can't → can not, shan't → shall not, hasn't → has not), and "I'm",
     "you're", "we'll", "I've", "he's" their long forms (am, are, will, have, is: the corpus has
-    no "have", so it is named as an unknown word, as "ve" was; after
-    he, she, it, that, there, here, what, who, where and how 's is "is", never the possessive, except for the
-    surname He after a title: Professor He's book); "twenty-two" becomes
+    no "have", so it is named as an unknown word, as "ve" was; after he, she, it, that, there,
+    here, what, who, where and how 's is "is", never the possessive, except for the surname He
+    after a title: Professor He's book); "twenty-two" becomes
     "twenty two", and typed number words are written as the corpus writes them ("one thousand one" →
     one thousand and one, "a hundred" → one hundred, "three hundred five" → three hundred and five);
     :func:`~tf_tutorial.corpus.data.tokenize_en` splits off , . ? and 's (and any other mark, as an

@@ -16,7 +16,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
-from tf_tutorial._checks import _is_integer, bad_value
+from tf_tutorial._checks import _require_ints
 from tf_tutorial.corpus import lexicon
 
 DIGITS = "零 一 二 三 四 五 六 七 八 九".split()
@@ -26,6 +26,13 @@ TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 SCALES = {"hundred": 100, "thousand": 10**3, "million": 10**6}   # the scale words number_en writes
 
 
+def _require_number(n) -> None:
+    """1 ≤ n < 10⁹, an integer (True is not one, 2.0 not two)."""
+    _require_ints({"n": n}, 1, "an integer in [1, 10^9)")
+    if n >= 10**9:
+        raise ValueError(f"n must be an integer in [1, 10^9), but got {n!r}")
+
+
 def number_en(n: int) -> list[str]:
     """把 1 到 10⁹ − 1 之间的整数写成英文数词，按千分组。
 
@@ -33,9 +40,7 @@ def number_en(n: int) -> list[str]:
     "and" before a last part below a hundred: 305000 → three hundred and
     five thousand; 1005 → one thousand and five.
     """
-    if not (_is_integer(n) and 1 <= n < 10**9):      # True is not 1, 1.5 no n
-        raise bad_value(_is_integer(n),
-                        f"n must be an integer in [1, 10^9), but got {n!r}")
+    _require_number(n)
 
     def below_1000(v: int) -> list[str]:
         words = [ONES[v // 100], "hundred"] if v >= 100 else []
@@ -65,9 +70,7 @@ def number_zh(n: int) -> list[str]:
     100000005 → 一 亿 零 五;  15 → 十 五;  2500 → 两 千 五 百 (a leading 2
     reads 两 before 千, 万 and 亿, and 二 elsewhere: 二 百, 一 万 二 千).
     """
-    if not (_is_integer(n) and 1 <= n < 10**9):      # True is not 1, 1.5 no n
-        raise bad_value(_is_integer(n),
-                        f"n must be an integer in [1, 10^9), but got {n!r}")
+    _require_number(n)
 
     def section(v: int) -> list[str]:  # 1 ≤ v ≤ 9999, with zeros inside it
         out, zero, started = [], False, False
