@@ -223,12 +223,12 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     chapter 3's function.
 
     Args:
-        q: (..., H, L, d_k); k: (..., H_kv, S, d_k); v: (..., H_kv, S, d_v);
+        q: (..., H, T, d_k); k: (..., H_kv, S, d_k); v: (..., H_kv, S, d_v);
             H_kv divides H.
-        mask: boolean, broadcastable to (..., H, L, S), True = may attend
+        mask: boolean, broadcastable to (..., H, T, S), True = may attend
             (default None).
     Returns:
-        out (..., H, L, d_v) only, like ``F.scaled_dot_product_attention``; a
+        out (..., H, T, d_v) only, like ``F.scaled_dot_product_attention``; a
         query whose keys are all masked gets zeros.
     Raises:
         ValueError: fewer than 3 dimensions, k and v with different numbers of

@@ -30,7 +30,8 @@ pair dimension i with i + d_k/2 instead ("rotate_half"): an equivalent
 permutation of the dimensions, so weights trained with one convention fit the
 other only after permuting the output columns of W^Q and W^K.
 
-Shape legend: B batch, H heads, L query length, S key length, d_k head width;
+Shape legend: B batch, H heads, L sequence length (of the queries or of the
+keys), d_k head width;
 "..." any leading dimensions (B, H).
 """
 from __future__ import annotations
