@@ -19,6 +19,29 @@ from tf_tutorial.book.notebook import STRICT  # noqa: E402
 # Jupyter) gets a printed note instead. The notebook kernels inherit the variable.
 os.environ.setdefault(STRICT, "1")
 
+# The README's test command runs two workers (pytest-xdist, --dist loadfile: one file is one
+# unit of work). The units are handed out in collection order, the longest first: chapter 10's
+# notebook alone takes 6 to 8 minutes on one thread, so the worker that takes it must start it
+# at once, while the other works through everything else. xdist's own order (most tests first)
+# started it a minute or two late, and the whole run waited for it.
+LONGEST_FIRST = ("book/ch10_translation.ipynb", "book/ch11_decoder_only.ipynb",
+                 "book/ch12_modern_parts.ipynb")
+
+
+def pytest_configure(config):
+    if hasattr(config.option, "loadscopereorder"):     # pytest-xdist is installed
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(session, config, items):
+    def rank(item) -> int:
+        path = Path(str(item.fspath)).resolve()
+        for i, name in enumerate(LONGEST_FIRST):
+            if path == ROOT / name:
+                return i
+        return len(LONGEST_FIRST)
+    items.sort(key=rank)         # stable: every file's own order (a notebook's cells) is kept
+
 
 def jupyter_book_cmd() -> list[str]:
     exe = Path(sys.executable).with_name("jupyter-book")
