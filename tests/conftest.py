@@ -28,19 +28,25 @@ LONGEST_FIRST = ("book/ch10_translation.ipynb", "book/ch11_decoder_only.ipynb",
                  "book/ch12_modern_parts.ipynb")
 
 
+
+def _distributed(config) -> bool:
+    """The controller of a pytest-xdist run (-n N) or one of its workers (whose collection
+    order is what the controller hands out; xdist sets a worker's own ``dist`` to "no")."""
+    return hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "no"
+
+
 def pytest_configure(config):
-    if hasattr(config.option, "loadscopereorder"):     # pytest-xdist is installed
+    if _distributed(config):    # hand the files out in collection order (see above)
         config.option.loadscopereorder = False
 
 
 def pytest_collection_modifyitems(session, config, items):
-    def rank(item) -> int:
-        path = Path(str(item.fspath)).resolve()
-        for i, name in enumerate(LONGEST_FIRST):
-            if path == ROOT / name:
-                return i
-        return len(LONGEST_FIRST)
-    items.sort(key=rank)         # stable: every file's own order (a notebook's cells) is kept
+    if not _distributed(config):    # one process: the quick unit tests report first
+        return
+    rank = {ROOT / name: i for i, name in enumerate(LONGEST_FIRST)}
+    assert all(path.exists() for path in rank), f"LONGEST_FIRST names a missing file: {LONGEST_FIRST}"
+    # stable: every file's own order (a notebook's cells) is kept
+    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(rank)))
 
 
 def jupyter_book_cmd() -> list[str]:

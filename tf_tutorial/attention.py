@@ -252,4 +252,4 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     group = n_heads // n_kv_heads  # query heads per key/value head
     k = k.repeat_interleave(group, dim=-3)                 # (..., H, S, d_k)
     v = v.repeat_interleave(group, dim=-3)                 # (..., H, S, d_v)
-    return scaled_dot_product_attention(q, k, v, mask)[0]  # (..., H, L, d_v)
+    return scaled_dot_product_attention(q, k, v, mask)[0]  # (..., H, T, d_v)

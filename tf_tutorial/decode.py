@@ -8,7 +8,7 @@ layer appends one new key/value row per step, and the cross-attention keys and
 values, which depend only on the source, are computed once.
 
 Shape legend: B batch, k beam size, S source length, T target length,
-L generated length (at most ``max_len``), t tokens so far, D d_model, H heads,
+L generated (or given) output length, t tokens so far, D d_model, H heads,
 d_k head width, V target vocabulary size.
 """
 from __future__ import annotations
