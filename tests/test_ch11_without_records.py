@@ -59,6 +59,7 @@ device = torch.device("cpu")
 budget = None                      # what the chapter's budget cell finds on Colab
 gpt_train_cfg = dataclasses.replace(cfg, steps=20)   # the figure smooths over 15 steps
 ed_cfg = cfg
+macs_gpt, macs_ed = 1.96, 1.0      # 11.2's count of the multiply-adds (not run here)
 """, ns)
         for name in ("train", "figure", "scores", "claims", "counting", "cost"):
             exec(cells[name], ns)
