@@ -583,7 +583,8 @@ def test_tokens_past_max_len_are_named_for_every_kind_of_position(positions):
 
 
 @pytest.mark.parametrize("kw, message", [
-    (dict(temperature=-1), r"temperature must be a number >= 0 \(0: greedy\), but got -1"),
+    (dict(temperature=-1), r"temperature must be a finite number >= 0 \(0: greedy\), but got -1"),
+    (dict(temperature=float("inf")), r"temperature must be a finite number >= 0 \(0: greedy\), but got inf"),
     (dict(top_p=1.5), r"top_p must be None or in \(0, 1\], but got 1.5"),
     (dict(top_k=0), "top_k must be None or an integer >= 1, but got 0"),
 ])
@@ -773,6 +774,7 @@ def test_swiglu_at_two_thirds_width_matches_the_relu_ffn_in_parameters():
 @pytest.mark.parametrize("kw, message", [
     (dict(norm="batch"), "norm must be one of"),
     (dict(n_kv_heads=2), "n_heads=3 is not divisible by n_kv_heads=2"),
+    (dict(n_kv_heads=6), "n_kv_heads=6 is more than n_heads=3"),
     (dict(n_kv_heads=0), "n_kv_heads must be a positive integer"),
     (dict(positions="rope", d_model=15, n_heads=3), "needs an even head width"),
 ])
@@ -872,7 +874,7 @@ def test_numpy_scalars_are_numbers_for_sampling_and_tensors_are_not():
     z = torch.randn(4, 9, generator=torch.Generator().manual_seed(8))
     kept = sampling_probs(z, temperature=np.float32(0.5), top_k=np.int64(3), top_p=np.float64(0.9))
     assert torch.equal(kept, sampling_probs(z, temperature=0.5, top_k=3, top_p=0.9))
-    with pytest.raises(ValueError, match=r"^temperature must be a number >= 0 \(0: greedy\), but got tensor"):
+    with pytest.raises(ValueError, match=r"^temperature must be a finite number >= 0 \(0: greedy\), but got tensor"):
         sample(z, temperature=torch.tensor(0.7))
     with pytest.raises(ValueError, match=r"^top_p must be None or in \(0, 1\], but got True$"):
         sample(z, top_p=True)

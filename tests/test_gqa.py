@@ -89,6 +89,11 @@ def test_function_errors():
     with pytest.raises(ValueError, match=r"n_heads=8 is not divisible by n_kv_heads=3: q has 8 heads, "
                                          r"k and v have 3"):
         grouped_query_attention(torch.randn(B, 8, T, DK, dtype=F64), k, v)
+    with pytest.raises(ValueError, match=r"n_kv_heads=3 is more than n_heads=2: each key/value head serves "
+                                         r"a group of one or more query heads: q has 2 heads, k and v have 3"):
+        grouped_query_attention(q[:, :2], k, v)
+    with pytest.raises(ValueError, match=r"k and v: expected at least one head, but got k \(2, 0, 7, 4\)"):
+        grouped_query_attention(q, k[:, :0], v[:, :0])
     with pytest.raises(ValueError, match=r"same number of heads H_kv, but got k \(2, 3, 7, 4\) and v "
                                          r"\(2, 2, 7, 5\)"):
         grouped_query_attention(q, k, v[:, :2])
@@ -341,6 +346,7 @@ def test_rotary_checks():
 @pytest.mark.parametrize("args, message", [
     ((D, 5, 1), "d_model=24 is not divisible by n_heads=5"),
     ((D, 6, 4), "n_heads=6 is not divisible by n_kv_heads=4"),
+    ((D, 6, 12), "n_kv_heads=12 is more than n_heads=6: each key/value head serves a group"),
     ((D, 6, 0), "n_kv_heads must be a positive integer, but got 0"),
     ((D, 6, -2), "n_kv_heads must be a positive integer, but got -2"),
 ])

@@ -53,6 +53,25 @@ def require_sizes(**sizes) -> None:
     _require_ints(sizes, 1, "a positive integer")
 
 
+def require_groups(n_heads: int, n_kv_heads: int, detail: str = "") -> None:
+    """检查查询头能平均分给键值头：H_kv 不多于 H，且整除 H。
+
+    Both are positive integers already. ``require_groups(4, 8)`` raises
+    ``ValueError: n_kv_heads=8 is more than n_heads=4: each key/value head
+    serves a group of one or more query heads``; ``require_groups(6, 4)``
+    raises ``n_heads=6 is not divisible by n_kv_heads=4``. ``detail`` is
+    added after a colon (e.g. the shapes it was read from).
+    """
+    tail = f": {detail}" if detail else ""
+    if n_kv_heads > n_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} is more than "
+                         f"n_heads={n_heads}: each key/value head serves a "
+                         f"group of one or more query heads" + tail)
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_heads={n_heads} is not divisible by "
+                         f"n_kv_heads={n_kv_heads}" + tail)
+
+
 def require_range(name: str, value, least: int = 1) -> tuple[int, int]:
     """一个整数，或一对 ``(low, high)``，且 ``least <= low <= high``；返回这一对。
 

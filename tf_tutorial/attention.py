@@ -22,7 +22,8 @@ import torch.nn.functional as F
 
 from tf_tutorial._checks import (bad_value, broadcast_shape,
                                  require_bool_mask, require_counts,
-                                 require_dropout, require_flags, require_ids,
+                                 require_dropout, require_flags,
+                                 require_groups, require_ids,
                                  require_tensors, require_token_id)
 
 
@@ -232,8 +233,8 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
         query whose keys are all masked gets zeros.
     Raises:
         ValueError: fewer than 3 dimensions, k and v with different numbers of
-            heads, H not divisible by H_kv, or a mask that is not boolean or
-            does not broadcast.
+            heads (or none), H_kv larger than H or not dividing it, or a mask
+            that is not boolean or does not broadcast.
     """
     require_tensors(q=q, k=k, v=v)
     if q.dim() < 3 or k.dim() < 3 or v.dim() < 3:
@@ -244,10 +245,11 @@ def grouped_query_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     if v.shape[-3] != n_kv_heads:
         raise ValueError(f"k and v must have the same number of heads H_kv, "
                          f"but got k {tuple(k.shape)} and v {tuple(v.shape)}")
-    if n_kv_heads < 1 or n_heads % n_kv_heads != 0:
-        raise ValueError(f"n_heads={n_heads} is not divisible by "
-                         f"n_kv_heads={n_kv_heads}: q has {n_heads} heads, "
-                         f"k and v have {n_kv_heads}")
+    if n_kv_heads < 1:
+        raise ValueError(f"k and v: expected at least one head, but got "
+                         f"k {tuple(k.shape)} and v {tuple(v.shape)}")
+    require_groups(n_heads, n_kv_heads, f"q has {n_heads} heads, k and v "
+                   f"have {n_kv_heads}")
     _check_inputs(q, k, v, mask, grouped=True)
     group = n_heads // n_kv_heads  # query heads per key/value head
     k = k.repeat_interleave(group, dim=-3)                 # (..., H, S, d_k)

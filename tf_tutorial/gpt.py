@@ -28,6 +28,7 @@ from tf_tutorial._checks import (WrongTypeError, _is_integer, _is_real,
                                  require_choice, require_config,
                                  require_counts, require_eps, require_fits,
                                  require_finite_positive, require_flags,
+                                 require_groups,
                                  require_ids, require_instance,
                                  require_sizes, require_tensors,
                                  require_token_id, require_width)
@@ -129,9 +130,7 @@ class GPTConfig:
         _require_parts(self.norm, self.n_kv_heads)
         if self.n_kv_heads is not None:
             plain_numbers(self, ("n_kv_heads",))
-            if self.n_heads % self.n_kv_heads:
-                raise ValueError(f"n_heads={self.n_heads} is not divisible "
-                                 f"by n_kv_heads={self.n_kv_heads}")
+            require_groups(self.n_heads, self.n_kv_heads)
         if self.positions == "rope" and (self.d_model // self.n_heads) % 2:
             raise ValueError("positions='rope' needs an even head width, "
                              "but d_model / n_heads = "
@@ -414,8 +413,8 @@ def _check_sampling(temperature, top_k, top_p, logits=None,
                              f" but got {tuple(logits.shape)}")
     # NumPy scalars are numbers too; bools and tensors are not
     if not _is_real(temperature) or not (0 <= temperature < math.inf):
-        raise bad_value(_is_real(temperature), "temperature must be a number "
-                        f">= 0 (0: greedy), but got {temperature!r}")
+        raise bad_value(_is_real(temperature), "temperature must be a finite "
+                        f"number >= 0 (0: greedy), but got {temperature!r}")
     if top_k is not None and (not _is_integer(top_k) or top_k < 1):
         raise bad_value(_is_integer(top_k), "top_k must be None or an "
                         f"integer >= 1, but got {top_k!r}")

@@ -15,8 +15,8 @@ import torch
 from torch import nn
 
 from tf_tutorial._checks import (require_dropout, require_flags,
-                                 require_instance, require_sizes,
-                                 require_width)
+                                 require_groups, require_instance,
+                                 require_sizes, require_width)
 from tf_tutorial.attention import (check_mask, fused_attention,
                                    scaled_dot_product_attention)
 
@@ -304,9 +304,7 @@ class GroupedQueryAttention(nn.Module):
             raise ValueError(f"d_model={d_model} is not divisible by "
                              f"n_heads={n_heads}")
         require_sizes(n_kv_heads=n_kv_heads)
-        if n_heads % n_kv_heads != 0:
-            raise ValueError(f"n_heads={n_heads} is not divisible by "
-                             f"n_kv_heads={n_kv_heads}")
+        require_groups(n_heads, n_kv_heads)
         require_dropout(dropout)
         require_flags(bias=bias)
         self.d_model, self.n_heads, self.n_kv_heads = (
