@@ -64,7 +64,7 @@ def build_book(source: Path, out: Path) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory):
-    """The whole book built once per test session: (completed process, html folder).
+    """The whole book built once per run, shared by xdist workers: (process, html folder).
 
     ``TF_BOOK_BUILT=DIR`` reuses a book already built with ``--path-output DIR`` (its log, if
     any, read from ``DIR/build.log``) instead of building it again: for checking the slow
@@ -76,9 +76,28 @@ def built_book(tmp_path_factory):
         log = out / "build.log"
         stdout = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
         return subprocess.CompletedProcess(["prebuilt", str(out)], 0, stdout, ""), out / "_build" / "html"
-    out = tmp_path_factory.mktemp("book")
-    result = build_book(ROOT, out)
-    return result, out / "_build" / "html"
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        out = tmp_path_factory.mktemp("book")
+        return build_book(ROOT, out), out / "_build" / "html"
+    # under pytest-xdist the workers share one build (about half a minute of
+    # CPU each otherwise): the first to ask builds it, under a lock, into the
+    # run's own temporary folder, and a later worker reads it there
+    from filelock import FileLock       # installed with torch
+
+    out = tmp_path_factory.getbasetemp().parent / "book"   # this run's
+    with FileLock(str(out) + ".lock"):
+        saved = out / "build-result.json"
+        if not saved.exists():
+            out.mkdir(exist_ok=True)
+            result = build_book(ROOT, out)
+            saved.write_text(json.dumps(
+                {"args": result.args, "returncode": result.returncode,
+                 "stdout": result.stdout, "stderr": result.stderr}),
+                encoding="utf-8")
+        done = json.loads(saved.read_text(encoding="utf-8"))
+    return (subprocess.CompletedProcess(done["args"], done["returncode"],
+                                        done["stdout"], done["stderr"]),
+            out / "_build" / "html")
 
 
 # --- the prose of a MyST page (for the vocabulary and search checks) -----------------------
