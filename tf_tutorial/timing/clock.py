@@ -44,8 +44,8 @@ def interleaved_times(fns: dict[str, Callable[[], object]], repeat: int = 5,
     Timed in turns rather than one after the other, so that a drift in the machine's speed
     (clock, caches, other load) hits all of them alike. In one fixed order A, B, C, … a function
     always ran in the same place and after the same one, and inherited what that one left behind
-    (the cache's contents, memory to free). On a 2-core CPU that made the second of two calls of
-    one and the same kernel look 1.4 times slower than the first. So the orders follow a
+    (the cache's contents, memory to free), a bias that repeating the rounds does not average
+    out (no record here measures its size: appendix A). So the orders follow a
     Williams design, as in crossover trials: in each block of n rounds (n functions; 2n when n
     is odd) every function is timed once in every place and directly after every other function
     equally often. Each block relabels the functions by an order drawn from a fixed seed.
