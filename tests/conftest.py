@@ -26,6 +26,9 @@ os.environ.setdefault(STRICT, "1")
 # started it a minute or two late, and the whole run waited for it.
 LONGEST_FIRST = ("book/ch10_translation.ipynb", "book/ch11_decoder_only.ipynb",
                  "book/ch12_modern_parts.ipynb")
+# The browser test reads the book that test_book.py builds (built_book: one build per run,
+# under a lock). Handed out last, it finds the build done instead of waiting for it.
+LAST = ("tests/test_browser.py",)
 
 
 
@@ -44,9 +47,11 @@ def pytest_collection_modifyitems(session, config, items):
     if not _distributed(config):    # one process: the quick unit tests report first
         return
     rank = {ROOT / name: i for i, name in enumerate(LONGEST_FIRST)}
-    assert all(path.exists() for path in rank), f"LONGEST_FIRST names a missing file: {LONGEST_FIRST}"
-    # stable: every file's own order (a notebook's cells) is kept
-    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(rank)))
+    rank.update({ROOT / name: len(rank) + 1 for name in LAST})
+    assert all(path.exists() for path in rank), \
+        f"LONGEST_FIRST or LAST names a missing file: {LONGEST_FIRST + LAST}"
+    # stable: every file's own order (a notebook's cells) is kept; the rest between
+    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(LONGEST_FIRST)))
 
 
 def jupyter_book_cmd() -> list[str]:
