@@ -31,7 +31,6 @@ LONGEST_FIRST = ("book/ch10_translation.ipynb", "book/ch11_decoder_only.ipynb",
 LAST = ("tests/test_browser.py",)
 
 
-
 def _distributed(config) -> bool:
     """The controller of a pytest-xdist run (-n N) or one of its workers (whose collection
     order is what the controller hands out; xdist sets a worker's own ``dist`` to "no")."""
@@ -46,12 +45,13 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     if not _distributed(config):    # one process: the quick unit tests report first
         return
+    middle = len(LONGEST_FIRST)                 # every other file's rank
     rank = {ROOT / name: i for i, name in enumerate(LONGEST_FIRST)}
-    rank.update({ROOT / name: len(rank) + 1 for name in LAST})
+    rank.update({ROOT / name: middle + 1 for name in LAST})
     assert all(path.exists() for path in rank), \
         f"LONGEST_FIRST or LAST names a missing file: {LONGEST_FIRST + LAST}"
-    # stable: every file's own order (a notebook's cells) is kept; the rest between
-    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), len(LONGEST_FIRST)))
+    # stable: every file's own order (a notebook's cells) is kept
+    items.sort(key=lambda item: rank.get(Path(item.path).resolve(), middle))
 
 
 def jupyter_book_cmd() -> list[str]:

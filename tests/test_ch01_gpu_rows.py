@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from conftest import chapter_cell_runner, committed_record
-from tf_tutorial.timing.compare import RECURRENCE, SIZES, _recurrence_rows
+from tf_tutorial.timing.compare import RECURRENCE, SDPA, SIZES, _recurrence_rows, attention_vs_rnn
 
 
 @pytest.fixture(scope="module")
@@ -58,3 +58,13 @@ def test_the_recurrence_rows_time_attention_on_four_dimensional_input(monkeypatc
     monkeypatch.setattr(F, "scaled_dot_product_attention", spy)
     _recurrence_rows(SIZES["quick"]["recurrence"], "cpu")
     assert dims and set(dims) == {(4, 4, 4)}
+
+
+def test_attention_vs_rnn_reads_ratios_in_the_records_order():
+    rows = [{"size": size, "impl": impl, "ratio": ratio} for size, impl, ratio in (
+        ("L=64", "nn.RNN", 1.0), ("L=64", SDPA, 0.2), ("L=64", "ours, ElmanRNN", 1.5),
+        ("L=1024", "nn.RNN", 1.0), ("L=1024", SDPA, 2.5), ("L=1024", "ours, ElmanRNN", 1.7))]
+    by, sizes, ratios, faster = attention_vs_rnn(rows)
+    assert sizes == ["L=64", "L=1024"] and ratios == [0.2, 2.5] and faster == ["L=64"]
+    assert by["L=1024", "ours, ElmanRNN"] == 1.7
+    assert attention_vs_rnn(rows[3:])[3] == []      # never faster: no size

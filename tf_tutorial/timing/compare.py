@@ -136,6 +136,20 @@ def _attention_rounds(batch, length, d_model, n_heads, repeat, device, packed):
 RECURRENCE = "recurrence and attention (forward)"
 SDPA = "F.scaled_dot_product_attention"   # the fused kernel, a baseline
 
+
+def attention_vs_rnn(rows: list[dict]):
+    """第 1 章的对照：自注意力在每个长度上是 nn.RNN 的几倍时间，哪些长度上更快。
+
+    ``rows``: a record's rows of :data:`RECURRENCE` (ratios to ``nn.RNN``).
+    Returns ``(by, sizes, ratios, faster)``: every ratio by ``(size, impl)``,
+    the sizes in the record's order, attention's ratio at each size, and the
+    sizes where attention took less time than ``nn.RNN``.
+    """
+    by = {(r["size"], r["impl"]): r["ratio"] for r in rows}
+    sizes = list(dict.fromkeys(r["size"] for r in rows))
+    ratios = [by[size, SDPA] for size in sizes]
+    return by, sizes, ratios, [size for size, x in zip(sizes, ratios) if x < 1]
+
 _ZH_NAMES = {"nn.MultiheadAttention": "nn.MultiheadAttention",
              "nn.Transformer": "nn.Transformer",
              "ours": "本书实现", "ours, fused path": "本书实现（融合路径）",
