@@ -11,11 +11,24 @@ import pkgutil
 import re
 import types
 
+import pytest
 import torch
 
 import tf_tutorial
 
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_CODE = re.compile(r"``.*?``|(:\w+:)?`[^`]*`")       # ``x``, :func:`f`, `x`
+_WORD = re.compile(r"[A-Za-z]{2,}")                # an English word (not a symbol like B)
+
+
+def chinese_line(line: str) -> bool:
+    """A line that reads as Chinese: outside code, at least as many Chinese characters as
+    English words. An English sentence that quotes a Chinese word or two ('English verb group;
+    Chinese aspect words (了)') is not a Chinese summary; '把 (B, L, D) 拆成 H 个头' and
+    'Transformer 的超参数' are. A rough rule: a short example ('S gave P X → S 给 了 P X.')
+    can pass it, so such a line still needs a Chinese sentence before it by convention."""
+    prose = _CODE.sub("", line)
+    return len(_CJK.findall(prose)) >= max(1, len(_WORD.findall(prose)))
 
 
 def _public(name: str) -> bool:
@@ -62,13 +75,13 @@ def public_objects(module: types.ModuleType):
 
 
 def offenders(objects) -> list[str]:
-    """Names whose docstring is missing or whose first line has no Chinese character."""
+    """Names whose docstring is missing or whose first line does not read as Chinese."""
     bad = []
     for qualname, obj in objects:
         # the object's own docstring: an undocumented ``forward`` must not pass on nn.Module's
         doc = vars(obj).get("__doc__") if inspect.isclass(obj) else obj.__doc__
         first = doc.strip().splitlines()[0] if doc and doc.strip() else ""
-        if not _CJK.search(first):
+        if not chinese_line(first):
             bad.append(qualname)
     return bad
 
@@ -128,13 +141,29 @@ def test_the_check_catches_an_english_only_docstring():
     def good():
         """这个函数有中文摘要。"""
 
-    for obj in (EnglishOnly, undocumented, good, Layer):
+    def quotes_chinese():
+        """English verb group; Chinese aspect words (了) and the verb."""
+
+    for obj in (EnglishOnly, undocumented, good, Layer, quotes_chinese):
         obj.__module__ = module.__name__
         setattr(module, obj.__name__, obj)
     for method in (EnglishOnly.forward, EnglishOnly.fine, EnglishOnly._private, Layer.forward):
         method.__module__ = module.__name__
     assert offenders(public_objects(module)) == [
         "made_up.EnglishOnly", "made_up.EnglishOnly.forward", "made_up.undocumented",
-        "made_up.Layer.forward"]
+        "made_up.Layer.forward", "made_up.quotes_chinese"]
     module.__doc__ = "English module docstring."
     assert offenders(public_objects(module))[0] == "made_up"
+
+
+@pytest.mark.parametrize("line, chinese", [
+    ("English verb group; Chinese aspect/negation words and the verb (with 了", False),
+    ("Yes/no (… 吗), what/who as object or subject, where, how many: the", False),
+    ("1 ≤ n < 10⁹ in Chinese numerals, grouped by 万 and 亿 with the 零 rules.", False),
+    ("把 (B, L, D) 拆成 H 个头：(B, H, L, d_k)。", True),
+    ("Transformer 的超参数，默认值就是论文的 base 模型。", True),
+    ("把 ``nn.LayerNorm`` 换成本书的 ``LayerNorm``。", True),
+    ("", False),
+])
+def test_a_chinese_line_is_more_than_a_few_quoted_characters(line, chinese):
+    assert chinese_line(line) is chinese

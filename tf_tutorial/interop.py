@@ -3,6 +3,9 @@
 Bridge to ``torch.nn``: build this package's module from PyTorch's, holding the
 same weights.
 
+Shape legend: B batch, S key length (the positions a mask hides or shows),
+L or T query length, as in :mod:`tf_tutorial.attention`.
+
 The book uses it to prove, to float tolerance, that our readable code computes
 what PyTorch computes. Each supported ``torch.nn`` class registers one converter
 below.

@@ -1,5 +1,9 @@
 """第 10 章：训练——Adam、预热学习率、标签平滑、梯度裁剪、混合精度、检查点、DDP。
 
+Shape legend: B batch, S source length (with <eos>), T target length as in
+chapter 10 (y₁ … y_T, the last is <eos>; a target batch holds <bos> too:
+T + 1), V target vocabulary size.
+
 Usage:
     python -m tf_tutorial.train --config cpu --out runs/cpu
     torchrun --nproc_per_node=2 -m tf_tutorial.train --config gpu --out runs/gpu
@@ -545,7 +549,7 @@ def batch_stream(encoded, cfg: TrainConfig, pad_id: int, skip: int = 0,
                 yield (pad_sequence([src_t[i] for i in chunk], batch_first=True,
                                     padding_value=pad_id),           # (B, S)
                        pad_sequence([tgt_t[i] for i in chunk], batch_first=True,
-                                    padding_value=pad_id))           # (B, T)
+                                    padding_value=pad_id))       # (B, T + 1)
             if not usable:   # every epoch would be the same: it would hang
                 raise ValueError(
                     f"no training batch holds {world} or more sentences (one "

@@ -3,7 +3,8 @@
 The sentences come from :mod:`tf_tutorial.corpus.grammar`; this module turns them into the splits a
 translation model trains and is judged on, and into padded tensors.
 
-Shape legend: B batch, S source length, T target length (with BOS and EOS).
+Shape legend: B batch, S source length (with EOS); a target batch is (B, T + 1):
+BOS, then chapter 10's T target tokens, the last of them EOS.
 """
 from __future__ import annotations
 
@@ -558,7 +559,7 @@ def batches(encoded, batch_size: int | None = None, pad_id: int = 0, shuffle: bo
     """按 :func:`batch_indices` 的分组产生填充好的批次。
 
     Padded batches from :func:`batch_indices` (64 sentences each unless ``batch_size`` or
-    ``max_tokens`` says otherwise). Yields ``(src (B, S), tgt (B, T))``.
+    ``max_tokens`` says otherwise). Yields ``(src (B, S), tgt (B, T + 1))``.
     """
     lengths = [(len(src), len(tgt)) for src, tgt in encoded]
     for chunk in batch_indices(lengths, batch_size, max_tokens, shuffle, seed):

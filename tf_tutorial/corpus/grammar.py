@@ -64,8 +64,9 @@ def number_en(n: int) -> list[str]:
 
 
 def number_zh(n: int) -> list[str]:
-    """1 ≤ n < 10⁹ in Chinese numerals, grouped by 万 and 亿 with the 零 rules.
+    """把 1 ≤ n < 10⁹ 写成中文数字：按万、亿分节，按规则补“零”。
 
+    1 ≤ n < 10⁹ in Chinese numerals, grouped by 万 and 亿 with the 零 rules.
     One token per character: 305000 → 三 十 万 五 千;  1005 → 一 千 零 五;
     100000005 → 一 亿 零 五;  15 → 十 五;  2500 → 两 千 五 百 (a leading 2
     reads 两 before 千, 万 and 亿, and 二 elsewhere: 二 百, 一 万 二 千).
@@ -340,9 +341,9 @@ def render_np(noun: Noun, det: str = "the", plural: bool = False, adj=None,
 
 
 def add_relative(head: Phrase, clause: Phrase) -> Phrase:
-    """'the book' + 'that I bought yesterday' → 我 昨天 买 的 书.
+    """给名词短语加上关系从句：中文里从句移到名词前面。
 
-    The clause moves before the noun.
+    'the book' + 'that I bought yesterday' → 我 昨天 买 的 书.
     """
     return Phrase(head.en + clause.en, clause.zh + ["的"] + head.zh,
                   plural=head.plural, third=head.third, depth=clause.depth + 1,
@@ -353,7 +354,9 @@ def render_clause(subj: Phrase, verb: Verb, obj: Phrase,
                   tense: str = "present", neg: bool = False,
                   time: Phrase | None = None,
                   place: Phrase | None = None) -> Phrase:
-    """S V O [place] [time] → S [time] [在 place] V [了] O.
+    """把主谓宾和地点、时间排成一个小句：中文里时间、地点放在动词前面。
+
+    S V O [place] [time] → S [time] [在 place] V [了] O.
 
     If O ends in a relative clause, a time phrase goes to the front of the
     English sentence and the place phrase is dropped: after the clause they
@@ -394,7 +397,9 @@ def pronoun(key: str, role: str = "subj") -> Phrase:
 
 
 def place_phrase(where: Phrase) -> Phrase:
-    """at the library → 在 图书馆;  in Beijing → 在 北京;  at the lake →
+    """地点短语：英文的介词短语，中文的“在 …（方位词）”。
+
+    at the library → 在 图书馆;  in Beijing → 在 北京;  at the lake →
     在 湖 边, on the island → 在 岛 上 (``lexicon.PLACE_WORDS``)."""
     prep, after = ("in" if where.cls == "C" else "at"), []
     if where.noun is not None and where.noun.en in PLACE_WORDS:
@@ -405,7 +410,9 @@ def place_phrase(where: Phrase) -> Phrase:
 
 def verb_group(verb: Verb, tense: str, neg: bool, subj: Phrase,
                rel: bool = False):
-    """English verb group; Chinese aspect/negation words and the verb (with 了
+    """动词组：英文的助动词和动词形式；中文的时体、否定词和动词。
+
+    English verb group; Chinese aspect/negation words and the verb (with 了
     after a past verb in a main clause). A 在-phrase goes between the two
     Chinese parts."""
     third = subj.third and not subj.plural
@@ -528,9 +535,9 @@ class Grammar:
 
     # --- clauses --------------------------------------------------------------
     def relative(self, head: Phrase, depth: int) -> Phrase:
-        """'that I bought yesterday' → 我 昨天 买 的.
+        """一个关系从句：中文以“的”结尾，后面跟它修饰的名词。
 
-        The head noun follows in Chinese.
+        'that I bought yesterday' → 我 昨天 买 的.
         """
         rng = self.rng
         who = "who" if head.cls == "P" else "that"
@@ -589,7 +596,9 @@ class Grammar:
 
     def transitive(self, depth: int, tense: str | None = None,
                    neg: bool | None = None) -> Phrase:
-        """S V O [place] [time] → S [time] [在 place] V [了] O; a relative
+        """及物动词的句子，可带地点、时间和关系从句。
+
+        S V O [place] [time] → S [time] [在 place] V [了] O; a relative
         clause on O sends the English time phrase to the front (so that it
         cannot be read as part of the clause)."""
         rng = self.rng
@@ -632,7 +641,9 @@ class Grammar:
                       subj.zh + time.zh + aux + place.zh + v, depth=subj.depth)
 
     def give(self, depth: int) -> Phrase:
-        """S gave P X → S 给 了 P X."""
+        """“给”字句：谁给谁什么（过去、现在或将来）。
+
+        S gave P X → S 给 了 P X."""
         tense = self.rng.choice(["past", "present", "future"])
         neg = self.rng.random() < 0.2
         subj = self.subject("P", depth)
@@ -645,8 +656,9 @@ class Grammar:
                       depth=max(subj.depth, thing.depth))
 
     def describe(self, depth: int) -> Phrase:
-        """X is (very / not) ADJ → X 很 / 非常 / 不 ADJ.
+        """形容词谓语句：描述、比较，或说颜色。
 
+        X is (very / not) ADJ → X 很 / 非常 / 不 ADJ.
         X is ADJer than Y → X 比 Y ADJ.  A colour takes 是 … 的 and no
         degree: X is (not) red → X (不) 是 红色 的.
         """
@@ -674,7 +686,9 @@ class Grammar:
                       subj.zh + [adv_zh] + zh_adj[:1], depth=subj.depth)
 
     def there_is(self, depth: int) -> Phrase:
-        """there are N X in the B → B 里 有 N 量词 X;  on the island → 岛 上
+        """存在句：某处有几个什么，中文用“里 有”“上 有”和量词。
+
+        there are N X in the B → B 里 有 N 量词 X;  on the island → 岛 上
         (the places that ``lexicon.PLACE_WORDS`` puts "on")."""
         where = self.noun_phrase("B", 0, rel=False,
                                  dets=("the", "this", "poss"))
@@ -690,7 +704,9 @@ class Grammar:
                       where.zh + [zh, "有"] + thing.zh)
 
     def want(self, depth: int) -> Phrase:
-        """S wants to V O → S 想 V O."""
+        """“想”字句：某人想做某事。
+
+        S wants to V O → S 想 V O."""
         verb = self.rng.choice(WANT_VERBS)
         subj = self.subject("P", depth)
         obj = self.object(verb.objects, depth, subj)
@@ -713,7 +729,9 @@ class Grammar:
         return ["does" if third else "do"], [verb.base], [], [verb.zh]
 
     def question(self, depth: int) -> Phrase:
-        """Yes/no (… 吗), what/who as object or subject, where, how many: the
+        """疑问句：是非问和特指问，中文保持陈述句的语序。
+
+        Yes/no (… 吗), what/who as object or subject, where, how many: the
         Chinese keeps the statement's word order and puts
         什么 / 谁 / 哪里 / 多少 where the answer would go."""
         rng = self.rng
