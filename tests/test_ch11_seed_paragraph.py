@@ -74,7 +74,7 @@ def test_the_committed_records_give_the_page_s_verdict(render):
     glued = render()
     # 60.0 - 55.2, 59.7 - 54.1, 60.3 - 53.5 percentage points
     assert glued["seed_diffs"] == "+4.8、+5.6、+6.8"
-    assert ("三次都是编码器–解码器更好，平均 5.7 ± 0.6 个百分点（均值 ± 标准误）"
+    assert ("三次都是编码器–解码器更好，平均 5.7 ± 0.6 个百分点（均值 ± 标准误；"
             in glued["equal_time_verdict"])
     assert glued["equal_time_gap"] == "编码器–解码器高 4.8 个百分点"
     assert glued["seed_spread"] == "1.7"          # the decoder-only seeds: 55.2 - 53.5
