@@ -95,18 +95,18 @@ def test_a_chapter_shown_from_stored_outputs_was_fully_executed_cleanly(md):
 
 
 @pytest.mark.parametrize("md", CHAPTERS, ids=lambda p: p.name)
-def test_no_value_is_glued_under_a_name_another_cell_glued(md):
-    """Two cells gluing one name: the prose quotes only the later value, wherever it stands
+def test_no_name_is_glued_twice(md):
+    """A name glued twice: the prose quotes only the later value, wherever it stands
     (chapter 12 once glued ``rms_gap`` for RMSNorm's float64 gap and again for a cosine gap)."""
     nb = nbformat.read(md.with_suffix(".ipynb"), as_version=4)
-    cells_of = {}
+    cells_of = {}      # every glue is one output: a name glued twice in one cell counts too
     for i, cell in enumerate(c for c in nb.cells if c.cell_type == "code"):
         for out in cell.get("outputs", []):
             name = out.get("metadata", {}).get("scrapbook", {}).get("name")
             if name:
-                cells_of.setdefault(name, set()).add(i)
-    twice = {name: sorted(cells) for name, cells in cells_of.items() if len(cells) > 1}
-    assert not twice, f"glued in more than one code cell (name: cells): {twice}"
+                cells_of.setdefault(name, []).append(i)
+    twice = {name: cells for name, cells in cells_of.items() if len(cells) > 1}
+    assert not twice, f"glued more than once (name: code cells): {twice}"
 
 
 def _code_cells_in(text: str) -> int:
