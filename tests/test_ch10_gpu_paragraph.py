@@ -18,15 +18,16 @@ def render():
                                "# the GPU record in prose")
     committed, calib = committed_record("gpu.json"), committed_record("cpu_calibration.json")
 
-    def run(change, page_em=0.901) -> str:
+    def run(change, page_em=0.901, glued=False):
+        """The paragraph the cell shows; with ``glued``, what it glues (10.2's sentences)."""
         gpu = copy.deepcopy(committed)
         gpu["run"]["cudnn_attention"] = False       # measured after the change: no shape analysis
         change(gpu)
         # ev_greedy: this page's own run, scored on the test split (section 10.4)
-        shown, _ = cell(gpu=gpu, gpu_missing=[], calib=calib,
-                        ev_greedy={"exact_match": page_em})
+        shown, glues = cell(gpu=gpu, gpu_missing=[], calib=calib,
+                            ev_greedy={"exact_match": page_em})
         assert len(shown) == 1
-        return shown[0]
+        return glues if glued else shown[0]
     return run
 
 
@@ -141,3 +142,22 @@ def test_the_calibration_row_near_the_runs_steps_and_batch_is_set_beside_it(rend
         gpu["run"]["steps"] = 4000
     assert "看不出更大的模型" not in render(better)
     assert "看不出更大的模型" not in render(longer)
+
+
+def test_section_10_2_says_whether_the_target_was_reached_on_todays_code_and_corpus(render):
+    from tf_tutorial.corpus.data import CORPUS_VERSION
+
+    def today(em, seconds=290.0):
+        def change(gpu):
+            gpu["corpus_version"] = CORPUS_VERSION
+            gpu["run"].update(budget_seconds=290.0, train_seconds=seconds)
+            gpu["scores"]["test_greedy"]["exact_match"] = em
+        return render(change, glued=True)["gpu_target_status"]
+    assert today(0.992) == "这个目标已在 NVIDIA H200 上达到（10.7 节）"
+    assert today(0.985) == "这个目标至今还没有达到：记录下来的 GPU 运行（10.7 节）训练 290 秒，测试集到 98.5%"
+    # 99.2% after twice the budget is no hit
+    assert today(0.992, seconds=580.0).startswith("这个目标至今还没有达到")
+    # the committed record: an earlier corpus, earlier code, a shorter budget
+    status = render(lambda gpu: None, glued=True)["gpu_target_status"]
+    assert status == ("这个目标还没有在现在的代码和语料上测过：唯一的 GPU 记录（10.7 节）来自"
+                      "语料的第 1 版、当时更早的代码、更短的时间预算，训练 241 秒，测试集到 95.6%")
