@@ -161,3 +161,16 @@ def test_section_10_2_says_whether_the_target_was_reached_on_todays_code_and_cor
     status = render(lambda gpu: None, glued=True)["gpu_target_status"]
     assert status == ("这个目标还没有在现在的代码和语料上测过：唯一的 GPU 记录（10.7 节）来自"
                       "语料的第 1 版、当时更早的代码、更短的时间预算，训练 241 秒，测试集到 95.6%")
+
+
+def test_the_cudnn_cost_the_sdpa_stage_measures_is_stated(render):
+    assert "关掉 cuDNN 的注意力每秒" not in render(lambda gpu: None)   # not measured then
+    def measured(gpu):
+        gpu["sdpa_check"] = {
+            "steps": 200,
+            "without_cudnn": {"backend": "EFFICIENT_ATTENTION", "seconds": 10.0, "steps_per_s": 20.0},
+            "cudnn_new_shapes": {"backend": "CUDNN_ATTENTION", "seconds": 40.0, "steps_per_s": 5.0},
+            "cudnn_seen_shapes": {"backend": "CUDNN_ATTENTION", "seconds": 9.0, "steps_per_s": 22.2}}
+    assert ("训练循环的速度（每次 200 步，同样的批次）：关掉 cuDNN 的注意力每秒 20.0 步；打开时，"
+            "形状第一次出现每秒 5.0 步，再走一遍同样的形状每秒 22.2 步"
+            "（打开时 PyTorch 挑的内核：CUDNN_ATTENTION）。") in render(measured)
