@@ -8,6 +8,12 @@ The MyST Markdown chapter (``book/*.md``) is the source of truth. This script
      about the page's own training run (``check_run``) or its own timings (``check_timing``)
      must hold in the run that is committed.
 
+Without executing (``--no-execute``), a cell's outputs are kept, except in the cells that only
+show the package's source (``show(...)``): those are re-rendered from the package as it is now,
+in a kernel that runs nothing else but the chapter's imports. A change to shown code then needs
+no full run (chapter 10 cannot be re-executed on a slower host: its stored training time is
+part of what the page claims).
+
 Usage (from the repository root):
     python -m scripts.sync_book            # all chapters listed in _toc.yml
     python -m scripts.sync_book book/ch01_rnn.md --no-execute   # inputs only, keep outputs
@@ -15,6 +21,7 @@ Usage (from the repository root):
 from __future__ import annotations
 
 import argparse
+import ast
 import os
 import re
 import sys
@@ -92,8 +99,62 @@ def set_install_url(md: Path, url: str) -> bool:
     return new != text
 
 
+def _only_shows(source: str) -> bool:
+    """A cell that is one ``show(...)`` call: its output is the package's source, nothing run."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    return (len(body) == 1 and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Call)
+            and isinstance(body[0].value.func, ast.Name) and body[0].value.func.id == "show")
+
+
+def _imports(cells) -> str:
+    """Every top-level import statement of the chapter's code cells, in order."""
+    lines = []
+    for cell in cells:
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:
+            continue
+        lines += [ast.get_source_segment(cell.source, node) for node in tree.body
+                  if isinstance(node, (ast.Import, ast.ImportFrom))]
+    return "\n".join(lines)
+
+
+def refresh_shown(nb, folder: Path) -> int:
+    """Re-render the outputs of ``nb``'s ``show(...)`` cells from the package as it is now.
+
+    They run in a fresh kernel after the chapter's imports and nothing else; each keeps its
+    execution count. Returns how many cells were re-rendered."""
+    from nbclient import NotebookClient
+
+    shown = [c for c in nb.cells if c.cell_type == "code" and _only_shows(c.source)]
+    if not shown:
+        return 0
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    run = nbformat.v4.new_notebook(metadata=nb.metadata, cells=[
+        nbformat.v4.new_code_cell(_imports(code)),
+        *[nbformat.v4.new_code_cell(c.source) for c in shown]])
+    NotebookClient(run, timeout=600, kernel_name="python3", record_timing=False,
+                   allow_errors=True,     # reported below, with the cell's source
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    for cell, fresh in zip(shown, run.cells[1:]):
+        errors = [o for o in fresh.outputs if o.output_type == "error"]
+        if errors:
+            raise RuntimeError(f"{cell.source!r} failed after the chapter's imports: "
+                               f"{errors[0].ename}: {errors[0].evalue}")
+        for out in fresh.outputs:
+            if "execution_count" in out:
+                out.execution_count = cell.execution_count
+        cell.outputs = fresh.outputs
+    return len(shown)
+
+
 def build_notebook(md: Path, execute: bool = True) -> Path:
-    """Regenerate ``md``'s paired ``.ipynb``; execute it (outputs) or keep the old outputs."""
+    """Regenerate ``md``'s paired ``.ipynb``; execute it (outputs) or keep the old outputs
+    (but re-render the ``show(...)`` cells, see :func:`refresh_shown`)."""
     nb = jupytext.read(md)
     ipynb = md.with_suffix(".ipynb")
     if execute:
@@ -114,6 +175,7 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
             if cell.cell_type == "code" and cell.source in by_source:
                 cell.outputs = by_source[cell.source].outputs
                 cell.execution_count = by_source[cell.source].execution_count
+        refresh_shown(nb, md.parent)     # the shown source as the package has it now
     for i, cell in enumerate(nb.cells):  # stable ids: no churn in git when nothing changed
         cell["id"] = f"cell-{i:02d}"
     nbformat.write(nb, ipynb, version=4)
@@ -124,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.sync_book",
                                      description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path, help="book/*.md (default: all in _toc.yml)")
-    parser.add_argument("--no-execute", action="store_true", help="keep existing outputs")
+    parser.add_argument("--no-execute", action="store_true",
+                        help="keep existing outputs (show(...) cells are re-rendered)")
     args = parser.parse_args(argv)
     known = {p.resolve() for p in chapter_notebooks()}
     for md in args.chapters:             # all checked before any is rewritten

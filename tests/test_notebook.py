@@ -164,3 +164,34 @@ def test_syncing_inputs_only_keeps_outputs_and_the_kernels_language_info(tmp_pat
     nb = nbformat.read(sync_book.build_notebook(md, execute=False), as_version=4)
     assert nb.metadata["language_info"] == {"name": "python", "version": "3.11"}
     assert nb.cells[0].source == "# a new title" and nb.cells[1].outputs[0]["data"] == {"text/plain": "1"}
+
+
+def test_syncing_inputs_only_re_renders_the_cells_that_show_source(tmp_path):
+    """--no-execute keeps what code computed, but a show(...) cell is the package's source as it
+    is now (a chapter that cannot be re-executed, like chapter 10 on a slow host, stays true)."""
+    import nbformat
+    import pytest
+    from scripts import sync_book
+    head = ("---\njupytext:\n  text_representation:\n    extension: .md\n"
+            "    format_name: myst\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n")
+    cells = ["from tf_tutorial import show\nfrom tf_tutorial.residual import layer_settings\nx = 1",
+             "show(layer_settings)", "x + 1"]
+    md = tmp_path / "page.md"
+    md.write_text(head + "".join(f"```{{code-cell}} ipython3\n{c}\n```\n\n" for c in cells))
+    stale = [nbformat.v4.new_output("execute_result", {"text/plain": text}, execution_count=n)
+             for n, text in ((2, "def layer_settings(old source)"), (3, "99"))]
+    old = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cells[0], execution_count=1),
+        *[nbformat.v4.new_code_cell(c, outputs=[o], execution_count=o["execution_count"])
+          for c, o in zip(cells[1:], stale)]])
+    nbformat.write(old, tmp_path / "page.ipynb")
+    nb = nbformat.read(sync_book.build_notebook(md, execute=False), as_version=4)
+    shown, kept = nb.cells[1], nb.cells[2]
+    assert shown.outputs[0]["data"]["text/plain"].startswith("def layer_settings(")
+    assert "old source" not in shown.outputs[0]["data"]["text/plain"]
+    assert shown.execution_count == 2 and shown.outputs[0]["execution_count"] == 2
+    assert kept.outputs[0]["data"] == {"text/plain": "99"}         # computed: kept, not re-run
+    # a show() whose name the imports do not provide is an error, not a silent stale output
+    md.write_text(md.read_text().replace("show(layer_settings)", "show(not_imported)"))
+    with pytest.raises(RuntimeError, match=r"'show\(not_imported\)' failed after the chapter's "
+                                           r"imports: NameError"):
+        sync_book.build_notebook(md, execute=False)
