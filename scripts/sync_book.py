@@ -12,7 +12,9 @@ Without executing (``--no-execute``), a cell's outputs are kept, except in the c
 show the package's source (``show(...)``): those are re-rendered from the package as it is now,
 in a kernel that runs nothing else but the chapter's imports. A change to shown code then needs
 no full run (chapter 10 cannot be re-executed on a slower host: its stored training time is
-part of what the page claims).
+part of what the page claims). A new ``show(...)`` cell is rendered the same way, and a cell
+that only gained imports (names its other code never reads) keeps its outputs: that kernel ran
+the imports. Any other changed cell loses its outputs (the book's tests then ask for a run).
 
 Usage (from the repository root):
     python -m scripts.sync_book            # all chapters listed in _toc.yml
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import copy
 import os
 import re
 import sys
@@ -123,28 +126,63 @@ def _imports(cells) -> str:
     return "\n".join(lines)
 
 
+def _split_imports(source: str):
+    """(the top-level imports as (module, name, as-name) triples, the rest of the code as an
+    AST dump, the names the rest reads or binds); None if the source does not parse."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    imported, rest = set(), []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            imported |= {(None, a.name, a.asname) for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {(node.module, a.name, a.asname) for a in node.names}
+        else:
+            rest.append(node)
+    names = {n.id for node in rest for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return imported, ast.dump(ast.Module(body=rest, type_ignores=[])), names
+
+
+def _only_gained_imports(old: str, new: str) -> bool:
+    """``new`` is ``old`` with imports added, of names ``old``'s other code never uses: what
+    ``old`` computed (its outputs) cannot have changed."""
+    a, b = _split_imports(old), _split_imports(new)
+    if a is None or b is None or a[1] != b[1] or not a[0] <= b[0]:
+        return False
+    added = {(asname or name).split(".")[0] for _, name, asname in b[0] - a[0]}
+    return not added & a[2]
+
+
 def refresh_shown(nb, folder: Path) -> int:
     """Re-render the outputs of ``nb``'s ``show(...)`` cells from the package as it is now.
 
     They run in a fresh kernel after the chapter's imports and nothing else; each keeps its
-    execution count. Returns how many cells were re-rendered."""
+    execution count (a new cell takes the one that kernel gave it). The imports run even
+    without a ``show(...)`` cell, so an import that fails is an error here. Returns how many
+    cells were re-rendered."""
     from nbclient import NotebookClient
 
     shown = [c for c in nb.cells if c.cell_type == "code" and _only_shows(c.source)]
-    if not shown:
-        return 0
     code = [c for c in nb.cells if c.cell_type == "code"]
-    run = nbformat.v4.new_notebook(metadata=nb.metadata, cells=[
+    # a copy: the kernel writes its language_info there, and the page keeps its own run's
+    run = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=[
         nbformat.v4.new_code_cell(_imports(code)),
         *[nbformat.v4.new_code_cell(c.source) for c in shown]])
     NotebookClient(run, timeout=600, kernel_name="python3", record_timing=False,
                    allow_errors=True,     # reported below, with the cell's source
                    resources={"metadata": {"path": str(folder)}}).execute()
+    failed = [o for o in run.cells[0].outputs if o.output_type == "error"]
+    if failed:
+        raise RuntimeError(f"the chapter's imports failed: {failed[0].ename}: {failed[0].evalue}")
     for cell, fresh in zip(shown, run.cells[1:]):
         errors = [o for o in fresh.outputs if o.output_type == "error"]
         if errors:
             raise RuntimeError(f"{cell.source!r} failed after the chapter's imports: "
                                f"{errors[0].ename}: {errors[0].evalue}")
+        if cell.execution_count is None:      # a new cell: the count of the kernel that ran it
+            cell.execution_count = fresh.execution_count
         for out in fresh.outputs:
             if "execution_count" in out:
                 out.execution_count = cell.execution_count
@@ -170,11 +208,17 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
         old = nbformat.read(ipynb, as_version=4)
         if "language_info" in old.metadata:   # the kernel wrote it when it ran
             nb.metadata["language_info"] = old.metadata["language_info"]
-        by_source = {c.source: c for c in old.cells if c.cell_type == "code"}
+        old_code = [c for c in old.cells if c.cell_type == "code"]
+        by_source = {c.source: c for c in old_code}
         for cell in nb.cells:
-            if cell.cell_type == "code" and cell.source in by_source:
-                cell.outputs = by_source[cell.source].outputs
-                cell.execution_count = by_source[cell.source].execution_count
+            if cell.cell_type != "code":
+                continue
+            # the same cell, or one that only gained imports (refresh_shown runs them)
+            same = by_source.get(cell.source) or next(
+                (c for c in old_code if _only_gained_imports(c.source, cell.source)), None)
+            if same is not None:
+                cell.outputs = same.outputs
+                cell.execution_count = same.execution_count
         refresh_shown(nb, md.parent)     # the shown source as the package has it now
     for i, cell in enumerate(nb.cells):  # stable ids: no churn in git when nothing changed
         cell["id"] = f"cell-{i:02d}"

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from tf_tutorial.corpus.data import make_corpus
-from tf_tutorial.metrics import bleu, evaluate, exact_match, phenomena, translate_pairs
+from tf_tutorial.corpus.grammar import NOUNS
+from tf_tutorial.metrics import NUMBER_WORDS, TIME_PLACE, bleu, evaluate, exact_match, phenomena, translate_pairs
 from tf_tutorial.model import Transformer, TransformerConfig
 
 
@@ -243,3 +244,32 @@ def test_phenomena_wants_the_tokens_of_a_sentence(english):
     # [] used to be an IndexError, and a str was read character by character
     with pytest.raises(ValueError, match=r"^english: expected the tokens of a sentence \(a non-empty list\)"):
         phenomena(english)
+
+
+
+def test_phenomena_tags_miss_as_chapter_10_says():
+    """10.5 lists where the word-based tags and the Chinese disagree; each case, found in a generated corpus."""
+    measures = {n.measure for n in NOUNS}
+    c = make_corpus(n_train=3000, n_valid=5, n_test=5, n_longer=1, n_deeper=1, seed=0)
+    plain = {"a", "an", "one", "this"}
+
+    def first(test):
+        found = next(((en, zh) for en, zh in c.train if test(en, zh)), None)
+        assert found is not None, "the corpus no longer has such a sentence"
+        return found[0], found[1], phenomena(found[0])
+
+    # "this morning", last in the English: tagged a measure word and not a fronted time, but in the
+    # Chinese it moves before the verb (今天 早上 ...) and takes no measure word
+    en, zh, tags = first(lambda en, zh: en[-3:] == ["this", "morning", "."]
+                         and not set(en) & (plain - {"this"} | NUMBER_WORDS | TIME_PLACE))
+    assert "量词 (measure words)" in tags and "时间/地点前移 (reordering)" not in tags, tags
+    assert not measures & set(zh) and zh.index("早上") < len(zh) - 3, (en, zh)
+    # "two days ago": tagged numbers and measure words; 两 天 前 has no measure word
+    en, zh, tags = first(lambda en, zh: en[-4:] == ["two", "days", "ago", "."] and not set(en) & plain
+                         and set(en) & NUMBER_WORDS == {"two"})
+    assert {"数字 (numbers)", "量词 (measure words)"} <= set(tags), tags
+    assert "两 天 前" in " ".join(zh) and not measures & set(zh), (en, zh)
+    # "how many": its Chinese takes a measure word (多少 把 刷子), the tag does not see it
+    en, zh, tags = first(lambda en, zh: en[:2] == ["how", "many"] and not set(en) & plain
+                         and not set(en) & NUMBER_WORDS)
+    assert "量词 (measure words)" not in tags and zh[zh.index("多少") + 1] in measures, (en, zh, tags)

@@ -195,3 +195,42 @@ def test_syncing_inputs_only_re_renders_the_cells_that_show_source(tmp_path):
     with pytest.raises(RuntimeError, match=r"'show\(not_imported\)' failed after the chapter's "
                                            r"imports: NameError"):
         sync_book.build_notebook(md, execute=False)
+
+
+def test_syncing_inputs_only_keeps_a_cell_that_only_gained_imports_and_renders_a_new_show(tmp_path):
+    """Chapter 10 (not re-executable on a slow host) gained show(noam_lr, optimizer_and_schedule):
+    its import cell gained a name and a show cell was new. Neither may lose its run; a cell
+    whose new import could change what it computed must."""
+    import nbformat
+    from scripts import sync_book
+    head = ("---\njupytext:\n  text_representation:\n    extension: .md\n"
+            "    format_name: myst\nkernelspec:\n  name: python3\n  display_name: Python 3\n---\n\n")
+
+    def page(cells):
+        return head + "".join(f"```{{code-cell}} ipython3\n{c}\n```\n\n" for c in cells)
+
+    before = ["from tf_tutorial import show\nfrom tf_tutorial.train import noam_lr\nprint(noam_lr(1, 4, 1))",
+              "from math import pi\nprint(round(pi, 2))"]
+    old = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell(src, execution_count=n, outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=f"stored {n}\n")])
+        for n, src in enumerate(before, 1)])
+    nbformat.write(old, tmp_path / "page.ipynb")
+    after = [before[0].replace("import noam_lr", "import noam_lr, optimizer_and_schedule"),
+             "show(noam_lr, optimizer_and_schedule)",
+             before[1].replace("from math import pi", "from math import pi, e as round")]
+    md = tmp_path / "page.md"
+    md.write_text(page(after))
+    nb = nbformat.read(sync_book.build_notebook(md, execute=False), as_version=4)
+    gained, new, shadowed = nb.cells
+    assert gained.execution_count == 1 and gained.outputs[0]["text"] == "stored 1\n"
+    text = new.outputs[0]["data"]["text/plain"]
+    assert "def noam_lr(" in text and "def optimizer_and_schedule(" in text
+    assert new.execution_count is not None and new.outputs[0]["execution_count"] == new.execution_count
+    # `round` now names math.e: what the cell printed may have changed, so it is not kept
+    assert shadowed.execution_count is None and shadowed.outputs == []
+    # an import that fails is an error, not a kept output
+    md.write_text(page([after[0].replace("optimizer_and_schedule", "no_such_name")] + after[1:2]))
+    import pytest
+    with pytest.raises(RuntimeError, match=r"the chapter's imports failed: ImportError"):
+        sync_book.build_notebook(md, execute=False)
