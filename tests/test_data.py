@@ -278,3 +278,26 @@ def test_pad_refuses_ids_that_are_not_integers():
             pad(bad, 0)
     assert pad([[5, 6], []], 0).tolist() == [[5, 6], [0, 0]]         # an empty row is all padding
     assert pad([torch.tensor([3, 4])], 0).tolist() == [[3, 4]]
+
+
+def test_chapter_10s_man_is_bitten_in_only_a_few_training_sentences():
+    """10.5: in the cpu configuration's training set 人 is 咬's object in a handful of sentences
+    (the one the page quotes among them), always with words between them; never its subject."""
+    from tf_tutorial.train import CONFIGS
+    cfg = CONFIGS["cpu"]
+    train = make_corpus(n_train=cfg.n_train, seed=cfg.seed).train
+
+    def clauses(zh):
+        clause = []
+        for w in zh:
+            if w in "，。？":
+                yield clause
+                clause = []
+            else:
+                clause.append(w)
+
+    bitten = [zh for _, zh in train if any("咬" in c and "人" in c[c.index("咬"):] for c in clauses(zh))]
+    assert 0 < len(bitten) <= 6, [" ".join(zh) for zh in bitten]
+    assert "三 只 轻 鸭子 三 年 前 咬 了 一 个 人 。".split() in bitten
+    pairs = {p for _, zh in train for p in zip(zh, zh[1:])}
+    assert ("咬", "人") not in pairs and ("人", "咬") not in pairs
