@@ -50,6 +50,7 @@ def test_bench_decode_runs_and_cached_equals_recomputed(capsys, monkeypatch):
     out = capsys.readouterr().out
     assert "greedy: KV cache" in out and "beam 2: KV cache" in out
     assert "same tokens with and without the cache: True" in out
+    assert "d_model 16, d_ff 32," in out          # the cpu configuration's d_ff = 2 × d_model
 
 
 def test_quick_run_has_every_comparison_and_what_it_measures_agrees(quick):
@@ -99,8 +100,14 @@ def test_a_full_result_round_trips_through_load_record(quick, tmp_path):
     assert path.name == f"bench-{quick['machine']['slug']}.json"
     assert load_record(path.name, tmp_path) == json.loads(json.dumps(full))
     assert load_benchmarks(tmp_path) == {path.name: load_record(path.name, tmp_path)}
-    (tmp_path / "gpu.json").write_text(json.dumps({"run": {}, "benchmarks": full}))
+    on_gpu = {**full, "machine": {**full["machine"], "device": "cuda"}}
+    (tmp_path / "gpu.json").write_text(json.dumps({"run": {}, "benchmarks": on_gpu}))
     assert list(load_benchmarks(tmp_path)) == [path.name, "gpu.json"]
+    # a second record for one device would be silently ignored (the pages take the first)
+    (tmp_path / "bench-another-cpu.json").write_text(json.dumps(full))
+    with pytest.raises(ValueError, match=r"holds 2 benchmark records for device 'cpu' "
+                                         r"\(bench-another-cpu.json, bench-.*\.json\)"):
+        load_benchmarks(tmp_path)
 
 
 def test_committed_benchmark_records_are_full_runs_with_every_field():
@@ -165,7 +172,8 @@ def test_python_m_benchmarks_checks_out_before_measuring(tmp_path, capsys, monke
         assert "--device cuda: no CUDA GPU is available" in capsys.readouterr().err
 
 
-def test_a_table_of_five_rounds_or_more_gives_quartiles_and_fewer_the_range():
+def test_a_table_of_eight_rounds_or_more_gives_quartiles_and_fewer_the_range():
+    """Between the quartiles of 6 rounds lie only the middle 2: the book shows the range below 8."""
     from tf_tutorial.timing.compare import round_ratios
 
     def result(rounds):
@@ -175,8 +183,14 @@ def test_a_table_of_five_rounds_or_more_gives_quartiles_and_fewer_the_range():
                  "ratio_quartiles": tuple(statistics.quantiles(t, n=4, method="inclusive")[::2])}
                 for impl, t in (("nn.LayerNorm", base), ("nn.RMSNorm", rounds))]
         return {"machine": {"label": "x"}, "rows": rows}
-    five = to_markdown(result([1.0, 2.0, 3.0, 4.0, 5.0]))
-    assert "| 逐轮比值的四分位 |" in five and "| 2.00–4.00 |" in five
+    eight = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+    q1, q3 = statistics.quantiles(eight, n=4, method="inclusive")[::2]
+    assert sum(q1 <= x <= q3 for x in eight) == 4                 # half of 8
+    assert "| 逐轮比值的四分位 |" in to_markdown(result(eight)) and f"| {q1:.2f}–{q3:.2f} |" in to_markdown(result(eight))
+    six = eight[:6]
+    q1, q3 = statistics.quantiles(six, n=4, method="inclusive")[::2]
+    assert sum(q1 <= x <= q3 for x in six) == 2                   # a third of 6
+    assert "| 逐轮比值的最小–最大 |" in to_markdown(result(six)) and "| 1.00–6.00 |" in to_markdown(result(six))
     three = to_markdown(result([1.0, 2.0, 9.0]))
     assert "| 逐轮比值的最小–最大 |" in three and "| 1.00–9.00 |" in three
     rows = result([2.0, 4.0])["rows"]

@@ -113,12 +113,25 @@ def load_benchmarks(folder=None) -> dict[str, dict]:
     """所有提交的基准测试记录：每个 ``bench-*.json``，以及 ``gpu.json`` 里的 ``benchmarks``。
 
     Returns ``{file name: result of run_all}``, sorted by name; empty when none was taken.
+
+    Raises:
+        ValueError: two records of one device type (``cpu``, ``cuda``): the pages render one
+            record per device, and would silently take the first by name.
     """
     out = Path(folder) if folder is not None else records_folder()
     found = {p.name: load_record(p.name, out) for p in sorted(out.glob("bench-*.json"))}
     gpu = load_record("gpu.json", out)
     if gpu is not None and "benchmarks" in gpu:
         found["gpu.json"] = gpu["benchmarks"]
+    by_device: dict[str, list[str]] = {}
+    for name, record in found.items():
+        by_device.setdefault(record["machine"]["device"], []).append(name)
+    twice = {device: names for device, names in by_device.items() if len(names) > 1}
+    if twice:
+        device, names = next(iter(twice.items()))
+        raise ValueError(f"{out} holds {len(names)} benchmark records for device "
+                         f"{device!r} ({', '.join(names)}): the pages render one per device; "
+                         "keep the newest (git rm the others)")
     return found
 
 

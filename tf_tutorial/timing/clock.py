@@ -103,8 +103,10 @@ def ratio_quartiles(times: dict[str, list[float]], base: str) -> dict[str, tuple
 
     The spread of a ratio, from :func:`interleaved_times`: a function and ``base`` timed in
     the same round met the same state of the machine, so their ratio round by round shows how
-    far one round's verdict can wander. Half of the rounds' ratios lie between the two numbers
-    returned. With one round both are that round's ratio.
+    far one round's verdict can wander. About half of the rounds' ratios lie between the two
+    numbers returned: half of 8 or of 24 rounds, but only the middle 2 of 6 (the book shows the
+    smallest and largest instead below ``compare.SHORT`` rounds). With one round both are that
+    round's ratio.
     """
     if base not in times:
         raise KeyError(f"base={base!r} is not one of the timed names {list(times)}")
