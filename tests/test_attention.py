@@ -73,6 +73,28 @@ def test_fully_masked_row_gives_zeros_not_nan_and_zero_gradient(path, dtype):
     assert (q.grad[0, :, 2] == 0).all()
 
 
+def test_the_fused_path_guards_against_a_kernel_that_gives_nan_for_an_empty_row(monkeypatch):
+    """Older PyTorch gave NaN for a query row with no key (pytorch/pytorch#103963); torch 2.13 gives
+    zeros, so the guard in fused_attention is tested against a stand-in kernel that does what the old
+    ones did: softmax over a row of -inf."""
+    def old_kernel(q, k, v, attn_mask=None, dropout_p=0.0, **kw):
+        scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
+        if attn_mask is not None:
+            scores = scores.masked_fill(~attn_mask, float("-inf"))
+        return scores.softmax(-1) @ v
+    q, k, v = (t.requires_grad_() for t in qkv(torch.float64))
+    mask = random_mask()
+    mask[0, 0, 2] = False
+    with torch.no_grad():           # the stand-in is what the guard must defend against
+        assert old_kernel(q, k, v, attn_mask=mask)[0, :, 2].isnan().all()
+    monkeypatch.setattr(F, "scaled_dot_product_attention", old_kernel)
+    out = fused_attention(q, k, v, mask)
+    assert (out[0, :, 2] == 0).all() and not out.isnan().any()
+    out.sum().backward()
+    assert not any(t.grad.isnan().any() for t in (q, k, v)) and (q.grad[0, :, 2] == 0).all()
+    torch.testing.assert_close(out, scaled_dot_product_attention(q, k, v, mask)[0])
+
+
 def test_no_nan_under_bf16_autocast():
     q, k, v = qkv(torch.float32)
     mask = random_mask()

@@ -109,7 +109,8 @@ def test_vocab_round_trip(corpus):
 def test_every_train_word_is_in_the_vocab_and_sizes_reach_1000():
     c = make_corpus(n_train=40_000, n_valid=10, n_test=10, n_longer=1, n_deeper=1, seed=0)
     assert len(c.src_vocab) > 1000 and len(c.tgt_vocab) > 1000
-    assert all(t in c.src_vocab for en, _ in c.train[:500] for t in en)
+    assert {t for en, _ in c.train for t in en} <= set(c.src_vocab.itos)
+    assert {t for _, zh in c.train for t in zh} <= set(c.tgt_vocab.itos)
 
 
 def test_batches_bucket_by_length_and_cover_everything(corpus):
@@ -171,6 +172,17 @@ def test_token_batches_hold_about_max_tokens_and_cover_everything(corpus):
     assert max(sizes) > 2 * min(s for s in sizes if s > 1)   # short sentences come in bigger batches
     src, tgt = next(batches(enc, None, max_tokens=600, seed=3))
     assert src.shape[0] * max(src.shape[1], tgt.shape[1]) <= 600
+
+
+def test_token_batches_are_cut_greedily_and_sorted_within_pools_of_fifty_batches():
+    """The packing, worked by hand (shuffle=False keeps the order): a new batch starts from its own
+    first sentence's length, not the last batch's longest; sentences are sorted only within pools
+    of 50 batches, as the docstring says (an outside audit found neither was tested)."""
+    lengths = [(1, 6), (2, 2), (2, 2), (2, 2), (2, 2)]   # sorted as pairs, (1, 6) comes first
+    assert batch_indices(lengths, max_tokens=12, shuffle=False) == [[0, 1], [2, 3, 4]]
+    falling = [(100 - i, 100 - i) for i in range(100)]    # batch_size 1: pools of 50 sentences
+    assert batch_indices(falling, batch_size=1, shuffle=False) == \
+        [[i] for i in [*range(49, -1, -1), *range(99, 49, -1)]]
 
 
 def test_grammar_depth_matches_generator_flag():

@@ -189,6 +189,12 @@ def test_translate_maps_unknown_words_to_unk_and_says_so(model, capsys):
     assert len(out) == 2 and all(isinstance(o, str) for o in out)
     printed = capsys.readouterr().out
     assert printed.count("注意") == 1 and "['Narnia']" in printed and "'I love w3 .'" not in printed
+    # Narnia becomes <unk> in its place (not dropped), and the output is that source's
+    from tf_tutorial.translate import Translator
+    ids = Translator(model, src_vocab, tgt_vocab).encode("I love Narnia .", warn=False)
+    assert ids == [src_vocab.stoi["I"], src_vocab.stoi["love"], src_vocab.unk_id, src_vocab.stoi["."],
+                   src_vocab.eos_id]
+    assert out[0] == " ".join(tgt_vocab.decode(greedy_decode(model, torch.tensor([ids]))[0]))
 
 
 # --- the cache lives in the layers: one data path, equal to recomputation ----------------------

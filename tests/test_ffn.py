@@ -1,3 +1,4 @@
+import math
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,13 @@ def test_position_wise_row_by_row_equals_whole_matrix(module):
 def test_swiglu_shapes_and_parameter_count():
     d = 512
     assert swiglu_hidden(d) == 1368  # 2/3 · 4 · 512 = 1365.3, rounded up to a multiple of 8
+    # the smallest multiple at or above 2/3 · 4D, in exact arithmetic: when D is divisible by 3 it
+    # is 8D/3 itself (768 → 2048, not 2056), whatever the multiple
+    from fractions import Fraction
+    for width in (96, 100, 768, 4096, 5120):
+        for multiple in (1, 8, 64, 256):
+            exact = Fraction(8 * width, 3)
+            assert swiglu_hidden(width, multiple_of=multiple) == multiple * math.ceil(exact / multiple)
     glu = SwiGLUFeedForward(d)
     relu = PositionwiseFeedForward(d, 4 * d)
     count = lambda m: sum(p.numel() for p in m.parameters())

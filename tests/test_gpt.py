@@ -701,7 +701,44 @@ def test_train_and_translate_continuation():
     assert len(sampled) == len(pairs) and sampled != hyps
     assert sampled == translate_continuation(model, vocab, pairs, temperature=2.0, top_k=None, generator=g())
     result = evaluate_continuation(model, vocab, pairs)
-    assert result["hyps"] == hyps and 0.0 <= result["exact_match"] <= 1.0
+    right = sum(h == " ".join(zh) for h, (_, zh) in zip(hyps, pairs))
+    assert result["hyps"] == hyps and result["exact_match"] == right / len(pairs)
+
+
+def test_train_continuation_uses_its_configurations_smoothing_clip_and_schedule(monkeypatch):
+    """Its docstring promises cfg's warmup schedule (at the model's own width), label smoothing
+    and clipping: an outside audit found that dropping any one of them failed no test."""
+    import tf_tutorial.train as T
+    pairs = _pairs()
+    vocab = _vocab(pairs)
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(len(vocab), d_model=16, n_heads=2, n_layers=1, d_ff=32, max_len=16,
+                          pad_id=vocab.pad_id, eos_id=vocab.eos_id))
+    cfg = dataclasses.replace(CONFIGS["tiny"], steps=3, batch_size=8, label_smoothing=0.3, clip=0.25,
+                              lr_scale=0.7, warmup=50)
+    assert cfg.d_model != model.config.d_model
+    losses, clips, first_lr = [], [], []
+    real_loss, real_clip, real_opt = nn.CrossEntropyLoss, nn.utils.clip_grad_norm_, T.optimizer_and_schedule
+
+    class Loss(real_loss):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            losses.append(self)
+
+    def clip(params, max_norm, *a, **kw):
+        clips.append(max_norm)
+        return real_clip(params, max_norm, *a, **kw)
+
+    def opt_and_schedule(*a, **kw):
+        opt, sched = real_opt(*a, **kw)
+        first_lr.append(opt.param_groups[0]["lr"])
+        return opt, sched
+    monkeypatch.setattr(nn, "CrossEntropyLoss", Loss)
+    monkeypatch.setattr(nn.utils, "clip_grad_norm_", clip)
+    monkeypatch.setattr(T, "optimizer_and_schedule", opt_and_schedule)
+    train_continuation(model, vocab, pairs, cfg, progress=False)
+    assert [loss.label_smoothing for loss in losses] == [0.3] and clips == [0.25] * 3
+    assert first_lr == [pytest.approx(0.7 * 16 ** -0.5 * 50 ** -1.5, rel=1e-12)]   # the model's D = 16
 
 
 def test_score_of_the_references_is_perfect():

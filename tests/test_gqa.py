@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tf_tutorial.attention import causal_mask, grouped_query_attention, padding_mask
+from tf_tutorial.attention import causal_mask, grouped_query_attention, padding_mask, scaled_dot_product_attention
 from tf_tutorial.interop import from_torch
 from tf_tutorial.multihead import GroupedQueryAttention, KVCache, MultiHeadAttention
 from tf_tutorial.rope import RotaryEmbedding
@@ -205,6 +205,19 @@ def test_heads_in_a_group_share_keys_but_not_queries():
     x, mem = inputs()
     _, w = gqa(x, mem, mem, return_weights=True)
     assert not torch.allclose(w[:, 0], w[:, 1])     # same keys, different queries: different weights
+    # the keys each query head meets: heads 0-2 share key head 0, heads 3-5 key head 1
+    seen = {}
+
+    def kernel(q, k, v, mask):
+        seen["k"], seen["v"] = k, v
+        return scaled_dot_product_attention(q, k, v, mask)[0]
+    gqa.kernel = kernel
+    gqa(x, mem, mem)
+    k, v = seen["k"], seen["v"]                      # (B, H, S, d_k), repeated for each group
+    assert k.shape[1] == H
+    for t in (k, v):
+        assert all(torch.equal(t[:, h], t[:, 0]) for h in range(3))
+        assert all(torch.equal(t[:, h], t[:, 3]) for h in range(3, 6)) and not torch.equal(t[:, 0], t[:, 3])
 
 
 @pytest.mark.parametrize("bias", [True, False])

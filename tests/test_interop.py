@@ -62,6 +62,17 @@ def test_a_stack_without_biases_computes_and_trains_as_torchs(kind, norm_first):
     assert sum(g.norm() for g in grads.values()) > 0
     torch.testing.assert_close(sum(g.square().sum() for g in grads.values()),
                                sum(p.grad.square().sum() for p in ref.parameters()), rtol=1e-10, atol=0)
+    # each weight's own gradient, not only their total: one gradient step on each side, and the
+    # two stacks still agree (a gradient given to the wrong weight would move them apart)
+    before = ours(*args).detach()
+    with torch.no_grad():
+        for model in (ours, ref):
+            for p in model.parameters():
+                if p.grad is not None:
+                    p -= 0.5 * p.grad
+        after = ours(*args)
+        assert not torch.allclose(after, before, atol=1e-3)          # the step moved the outputs
+        torch.testing.assert_close(after, ref(*args), rtol=0, atol=1e-10)
 
 
 @pytest.mark.parametrize("options", [dict(bias=False), dict(elementwise_affine=False)])

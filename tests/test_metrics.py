@@ -66,7 +66,12 @@ def test_evaluate_returns_outputs_for_every_sentence():
     out = evaluate(m, c.test, c.src_vocab, c.tgt_vocab)
     assert len(out["hyps"]) == len(out["refs"]) == 30
     assert out["refs"][0] == " ".join(c.test[0][1])
-    assert 0.0 <= out["exact_match"] <= 1.0 and sum(n for _, n in out["by_phenomenon"].values()) >= 30
+    assert out["exact_match"] == sum(h == r for h, r in zip(out["hyps"], out["refs"])) / 30
+    tags = {}
+    for en, _ in c.test:                  # each tag's count, by hand
+        for tag in phenomena(en):
+            tags[tag] = tags.get(tag, 0) + 1
+    assert {t: n for t, (_, n) in out["by_phenomenon"].items()} == tags
     beam = evaluate(m, c.test[:10], c.src_vocab, c.tgt_vocab, beam_size=2)
     assert len(beam["hyps"]) == 10
 
@@ -103,6 +108,24 @@ def test_the_reference_limit_can_be_lifted(beam_size):
     for bad in (-1, 2.5, True):
         with pytest.raises(ValueError, match=rf"^slack must be an integer >= 0, but got {bad!r}$"):
             translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, slack=bad)
+
+
+def test_translate_pairs_with_a_beam_is_beam_search_sentence_by_sentence():
+    """beam_size > 1 is beam_search with each sentence's own limit (an outside audit found that
+    always decoding greedily failed no test): equal to calling it one sentence at a time, and
+    unlike greedy decoding on this model."""
+    from tf_tutorial.corpus.data import pad
+    from tf_tutorial.decode import beam_search
+    c, _ = untrained(n_test=8, max_len=60)
+    torch.manual_seed(1)       # untied: an untrained tied model only repeats its last token
+    m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
+                                      d_ff=32, dropout=0.0, max_len=60, tie_output=False))
+    beam = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=3)
+    for (en, zh), got in zip(c.test, beam):
+        src = pad([c.src_vocab.encode(en, eos=True)], c.src_vocab.pad_id)
+        ids = beam_search(m, src, 3, max_len=len(zh) + 10)[0]
+        assert got == " ".join(c.tgt_vocab.decode(ids))
+    assert beam != translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab)
 
 
 def test_translate_pairs_names_a_batch_or_beam_size_that_is_not_a_positive_integer():

@@ -120,6 +120,7 @@ def test_equal_to_torch_transformer_with_copied_weights(norm_first):
     src[1, 4:] = 0
     tgt = torch.randint(4, 23, (3, 5))
     tgt[2, 3:] = 0
+    tgt[0, 1] = 0      # a <pad> inside a row: only the padding mask hides it from later queries
     with torch.no_grad():
         y = ref(m.positions(m.src_embed(src)), m.positions(m.tgt_embed(tgt)),
                 tgt_mask=torch.ones(5, 5, dtype=torch.bool).triu(1),

@@ -298,3 +298,17 @@ def test_return_weights_must_be_a_bool_at_every_entry(call):
     }
     with pytest.raises(WrongTypeError, match=r"^return_weights must be True or False, but got 'no'$"):
         runs[call]()
+
+
+def test_a_static_cache_replaces_and_a_growing_one_appends():
+    """KVCache.update: the self-attention cache grows by the new positions; the cross-attention
+    (static) one holds only what it was last given, as its docstring says."""
+    from tf_tutorial.multihead import KVCache
+    a, b = torch.randn(2, 3, 4, 5), torch.randn(2, 3, 2, 5)
+    growing, static = KVCache(), KVCache(static=True)
+    for cache in (growing, static):
+        cache.update(a, a + 1)
+        k, v = cache.update(b, b + 1)
+        assert torch.equal(k, cache.k) and torch.equal(v, cache.v)
+    assert torch.equal(growing.k, torch.cat([a, b], dim=2)) and torch.equal(growing.v, torch.cat([a, b], 2) + 1)
+    assert torch.equal(static.k, b) and torch.equal(static.v, b + 1)

@@ -46,14 +46,27 @@ def test_output_statistics_and_eps_inside_the_root():
                                atol=1e-4, rtol=0)
     constant = torch.full((1, D), 7.0)
     assert (LayerNorm(D, fused=False)(constant) == 0).all() and (LayerNorm(D)(constant) == 0).all()  # σ² = 0: ε keeps it finite, no NaN
+    # a variance near ε tells (x - μ)/√(σ² + ε) from (x - μ)/(√σ² + ε): an outside audit found
+    # that the values above (σ² ≈ 25) could not
+    small = torch.randn(B, L, D, dtype=torch.float64) * 3e-3
+    mu, var = small.mean(-1, keepdim=True), small.var(-1, unbiased=False, keepdim=True)
+    for fused in (False, True):
+        got = LayerNorm(D, eps=1e-5, fused=fused).double()(small)
+        torch.testing.assert_close(got, (small - mu) / torch.sqrt(var + 1e-5), atol=1e-12, rtol=1e-10)
+        assert not torch.allclose(got, (small - mu) / (var.sqrt() + 1e-5), atol=1e-3)
 
 
 def test_the_common_slip_is_not_pytorch_layer_norm():
+    torch.manual_seed(0)      # its own inputs: the tolerance below once depended on earlier tests
     x = torch.randn(B, L, D, dtype=torch.float64)
     slip = layer_norm_common_slip(x)
     ref = F.layer_norm(x, (D,))
     assert not torch.allclose(slip, ref, atol=1e-3)
-    torch.testing.assert_close(slip, ref * ((D - 1) / D) ** 0.5, atol=1e-5, rtol=1e-5)
+    # the factor √((D − 1)/D), once neither ε blurs it (each ε shifts a row by about ε/σ or ε/2σ²)
+    no_eps = F.layer_norm(x, (D,), eps=0.0)
+    torch.testing.assert_close(layer_norm_common_slip(x, eps=0.0), no_eps * ((D - 1) / D) ** 0.5,
+                               atol=1e-12, rtol=1e-12)
+    torch.testing.assert_close(slip, ref * ((D - 1) / D) ** 0.5, atol=1e-4, rtol=1e-4)
 
 
 def test_bad_input():

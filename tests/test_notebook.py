@@ -97,8 +97,8 @@ def test_check_run_is_strict_for_the_committed_page_and_a_note_for_readers(monke
     out = capsys.readouterr().out
     assert "验证集还在上升" in out and "不符" in out
     assert max(len(line) for line in out.splitlines()) <= 80
-    with pytest.raises(TypeError):          # not a claim at all: an error anywhere
-        check_run("yes", "a string is not a claim")
+    with pytest.raises(TypeError, match=r"^check\(\) expected the claim to be True or False, but got str"):
+        check_run("yes", "a string is not a claim")   # not a claim at all: an error anywhere
     # scripts.sync_book executes the committed page with STRICT set
     monkeypatch.setenv(STRICT, "1")
     with pytest.raises(AssertionError, match="accuracy still rising"):

@@ -853,10 +853,22 @@ def test_the_optimizer_is_the_papers_and_the_schedule_scales():
     assert cfg.lr_scale != 1.0
     opt, sched = optimizer_and_schedule(nn.Linear(2, 2), cfg)
     assert opt.defaults["betas"] == (0.9, 0.98) and opt.defaults["eps"] == 1e-9
-    assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(1, cfg.d_model, cfg.warmup, cfg.lr_scale))
+    # written out, not through noam_lr: lr_scale × D^-0.5 × s × warmup^-1.5 during warmup
+    first = cfg.lr_scale * cfg.d_model ** -0.5 * 1 * cfg.warmup ** -1.5
+    assert opt.param_groups[0]["lr"] == pytest.approx(first, rel=1e-12)
     opt.step()
     sched.step()
-    assert opt.param_groups[0]["lr"] == pytest.approx(noam_lr(2, cfg.d_model, cfg.warmup, cfg.lr_scale))
+    assert opt.param_groups[0]["lr"] == pytest.approx(2 * first, rel=1e-12)
+    # the width it is given, not the configuration's (chapter 11's GPT passes its own)
+    opt, _ = optimizer_and_schedule(nn.Linear(2, 2), cfg, d_model=2 * cfg.d_model)
+    assert opt.param_groups[0]["lr"] == pytest.approx(first / 2 ** 0.5, rel=1e-12)
+
+
+def test_noam_lr_scales_and_decays_as_written():
+    """After warmup: scale × D^-0.5 × s^-0.5; the scale multiplies the whole rate."""
+    for s in (4000, 10_000, 100_000):
+        assert noam_lr(s, 512, 4000, 0.5) == pytest.approx(0.5 * 512 ** -0.5 * s ** -0.5, rel=1e-12)
+    assert noam_lr(100, 128, 300, 0.6) == pytest.approx(0.6 * 128 ** -0.5 * 100 * 300 ** -1.5, rel=1e-12)
 
 
 def test_clipping_sees_unscaled_gradients_under_the_fp16_loss_scaler():

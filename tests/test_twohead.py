@@ -35,7 +35,17 @@ def test_train_first_last_refuses_a_length_range_it_cannot_draw_from(lengths):
         train_first_last(model, steps=1, lengths=lengths)
 
 
-def test_train_first_last_takes_one_length_too():
-    model = FirstLastModel()
-    first, last = train_first_last(model, steps=2, lengths=12)
-    assert 0 <= first <= 1 and 0 <= last <= 1
+def test_train_first_last_takes_one_length_too(monkeypatch):
+    """lengths=12 trains on length 12 only (the final evaluation is at 12 too)."""
+    import tf_tutorial.experiments.twohead as T
+    drawn = []
+
+    def spy(batch, length, *a, **kw):
+        drawn.append(length)
+        return first_last_batch(batch, length, *a, **kw)
+    monkeypatch.setattr(T, "first_last_batch", spy)
+    first, last = train_first_last(FirstLastModel(), steps=5, lengths=12)
+    assert drawn == [12] * 6 and 0 <= first <= 1 and 0 <= last <= 1
+    drawn.clear()
+    train_first_last(FirstLastModel(), steps=40, lengths=(6, 8))
+    assert set(drawn[:-1]) == {6, 7, 8} and drawn[-1] == 12

@@ -59,7 +59,7 @@ def swiglu_hidden(d_model: int, multiple_of: int = 8) -> int:
     rounded up.
     """
     require_sizes(d_model=d_model, multiple_of=multiple_of)
-    hidden = int(2 * 4 * d_model / 3)
+    hidden = -(-8 * d_model // 3)      # ⌈8D/3⌉ in integers (int() would round down)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
