@@ -13,8 +13,10 @@ show the package's source (``show(...)``): those are re-rendered from the packag
 in a kernel that runs nothing else but the chapter's imports. A change to shown code then needs
 no full run (chapter 10 cannot be re-executed on a slower host: its stored training time is
 part of what the page claims). A new ``show(...)`` cell is rendered the same way, and a cell
-that only gained imports (names its other code never reads) keeps its outputs: that kernel ran
-the imports. Any other changed cell loses its outputs (the book's tests then ask for a run).
+that only gained imports keeps its outputs, when the names come from modules it already imported
+from and no other code of the chapter reads or binds them (only ``show(...)`` cells may): that
+kernel ran the imports. Any other changed cell loses its outputs (the book's tests then ask for
+a run).
 
 Usage (from the repository root):
     python -m scripts.sync_book            # all chapters listed in _toc.yml
@@ -127,44 +129,82 @@ def _imports(cells) -> str:
 
 
 def _split_imports(source: str):
-    """(the top-level imports as (module, name, as-name) triples, the rest of the code as an
-    AST dump, the names the rest reads or binds); None if the source does not parse."""
+    """(the top-level imports, in order, as (module, name, as-name) triples; the rest of the code
+    as an AST dump; every name the rest reads or binds); None if the source does not parse."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
         return None
-    imported, rest = set(), []
+    imported, rest = [], []
     for node in tree.body:
         if isinstance(node, ast.Import):
-            imported |= {(None, a.name, a.asname) for a in node.names}
+            imported += [(None, a.name, a.asname) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            imported |= {(node.module, a.name, a.asname) for a in node.names}
+            imported += [(node.module, a.name, a.asname) for a in node.names]
         else:
             rest.append(node)
-    names = {n.id for node in rest for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return imported, ast.dump(ast.Module(body=rest, type_ignores=[])), names
+    return imported, ast.dump(ast.Module(body=rest, type_ignores=[])), _names(rest)
 
 
-def _only_gained_imports(old: str, new: str) -> bool:
-    """``new`` is ``old`` with imports added, of names ``old``'s other code never uses: what
-    ``old`` computed (its outputs) cannot have changed."""
+def _names(nodes) -> set[str]:
+    """Every identifier the code reads or binds: variables, functions, classes, arguments,
+    imports."""
+    out = set()
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                out.add(n.id)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                out.add(n.name)
+            elif isinstance(n, ast.arg):
+                out.add(n.arg)
+            elif isinstance(n, ast.alias):
+                out.add((n.asname or n.name).split(".")[0])
+    return out
+
+
+def _bound(triple) -> str:
+    module, name, asname = triple
+    return (asname or name).split(".")[0]
+
+
+def _only_gained_imports(old: str, new: str, others: list[str]) -> bool:
+    """``new`` is ``old`` with imports added and nothing else: the added names come from modules
+    ``old`` already imported from (no new module, so no new import-time side effect), none is
+    ``*``, and no code reads or binds them, neither the cell's own nor ``others`` (the chapter's
+    other code cells): what any cell computed cannot have changed."""
     a, b = _split_imports(old), _split_imports(new)
-    if a is None or b is None or a[1] != b[1] or not a[0] <= b[0]:
+    if a is None or b is None or a[1] != b[1]:
         return False
-    added = {(asname or name).split(".")[0] for _, name, asname in b[0] - a[0]}
-    return not added & a[2]
+    it = iter(b[0])
+    if not all(t in it for t in a[0]):          # the old imports, in order, within the new
+        return False
+    added = [t for t in b[0] if t not in a[0]]
+    modules = {module for module, _, _ in a[0]}
+    if not added or any(name == "*" or module not in modules or module is None
+                        for module, name, _ in added):
+        return False
+    elsewhere = set(a[2])
+    for source in others:
+        try:
+            elsewhere |= _names(ast.parse(source).body)
+        except SyntaxError:
+            return False
+    return not {_bound(t) for t in added} & elsewhere
 
 
-def refresh_shown(nb, folder: Path) -> int:
+def refresh_shown(nb, folder: Path, imports_changed: bool = False) -> int:
     """Re-render the outputs of ``nb``'s ``show(...)`` cells from the package as it is now.
 
     They run in a fresh kernel after the chapter's imports and nothing else; each keeps its
-    execution count (a new cell takes the one that kernel gave it). The imports run even
-    without a ``show(...)`` cell, so an import that fails is an error here. Returns how many
-    cells were re-rendered."""
+    execution count (a new cell takes the one that kernel gave it). An import that fails is an
+    error here. With ``imports_changed`` (a cell kept its outputs after gaining imports) the
+    imports run even without a ``show(...)`` cell. Returns how many cells were re-rendered."""
     from nbclient import NotebookClient
 
     shown = [c for c in nb.cells if c.cell_type == "code" and _only_shows(c.source)]
+    if not shown and not imports_changed:
+        return 0
     code = [c for c in nb.cells if c.cell_type == "code"]
     # a copy: the kernel writes its language_info there, and the page keeps its own run's
     run = nbformat.v4.new_notebook(metadata=copy.deepcopy(nb.metadata), cells=[
@@ -210,16 +250,20 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
             nb.metadata["language_info"] = old.metadata["language_info"]
         old_code = [c for c in old.cells if c.cell_type == "code"]
         by_source = {c.source: c for c in old_code}
+        imports_changed = False
         for cell in nb.cells:
             if cell.cell_type != "code":
                 continue
             # the same cell, or one that only gained imports (refresh_shown runs them)
-            same = by_source.get(cell.source) or next(
-                (c for c in old_code if _only_gained_imports(c.source, cell.source)), None)
+            others = [c.source for c in nb.cells if c.cell_type == "code"
+                      and c is not cell and not _only_shows(c.source)]
+            gained = [c for c in old_code if _only_gained_imports(c.source, cell.source, others)]
+            same = by_source.get(cell.source) or (gained[0] if len(gained) == 1 else None)
+            imports_changed |= same is not None and cell.source not in by_source
             if same is not None:
                 cell.outputs = same.outputs
                 cell.execution_count = same.execution_count
-        refresh_shown(nb, md.parent)     # the shown source as the package has it now
+        refresh_shown(nb, md.parent, imports_changed)   # the shown source as it is now
     for i, cell in enumerate(nb.cells):  # stable ids: no churn in git when nothing changed
         cell["id"] = f"cell-{i:02d}"
     nbformat.write(nb, ipynb, version=4)

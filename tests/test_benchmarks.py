@@ -191,6 +191,7 @@ def test_a_table_of_eight_rounds_or_more_gives_quartiles_and_fewer_the_range():
     q1, q3 = statistics.quantiles(six, n=4, method="inclusive")[::2]
     assert sum(q1 <= x <= q3 for x in six) == 2                   # a third of 6
     assert "| 逐轮比值的最小–最大 |" in to_markdown(result(six)) and "| 1.00–6.00 |" in to_markdown(result(six))
+    assert "| 逐轮比值的最小–最大 |" in to_markdown(result(eight[:7]))     # 3 of 7 inside: under half
     three = to_markdown(result([1.0, 2.0, 9.0]))
     assert "| 逐轮比值的最小–最大 |" in three and "| 1.00–9.00 |" in three
     rows = result([2.0, 4.0])["rows"]

@@ -234,3 +234,20 @@ def test_syncing_inputs_only_keeps_a_cell_that_only_gained_imports_and_renders_a
     import pytest
     with pytest.raises(RuntimeError, match=r"the chapter's imports failed: ImportError"):
         sync_book.build_notebook(md, execute=False)
+    # what an added import could change elsewhere drops the cell's run too: a name another cell
+    # defines or reads, a module not imported before (its import-time code), a star import
+    for gain, later, kept in (("from math import pi, tau", "print(1)", True),
+                              ("from math import pi, sqrt", "def sqrt(x):\n    return x\nprint(sqrt(4))", False),
+                              ("from math import pi, sqrt", "print(sqrt(4))", False),
+                              ("from math import pi\nfrom statistics import mean", "print(1)", False),
+                              ("from math import pi\nfrom math import *", "print(1)", False)):
+        first = "print('first')"
+        old = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_code_cell(src, execution_count=n, outputs=[
+                nbformat.v4.new_output("stream", name="stdout", text=f"stored {n}\n")])
+            for n, src in enumerate([first, before[1], later], 1)])
+        nbformat.write(old, tmp_path / "page.ipynb")
+        md.write_text(page([first, before[1].replace("from math import pi", gain), later]))
+        nb = nbformat.read(sync_book.build_notebook(md, execute=False), as_version=4)
+        assert (nb.cells[1].execution_count == 2) == kept and (nb.cells[1].outputs != []) == kept, gain
+        assert nb.cells[2].execution_count == 3       # unchanged cells keep their run
