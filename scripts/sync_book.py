@@ -168,11 +168,19 @@ def _bound(triple) -> str:
     return (asname or name).split(".")[0]
 
 
-def _only_gained_imports(old: str, new: str, others: list[str]) -> bool:
+def _cell_names(source: str) -> set[str] | None:
+    """:func:`_names` of a whole cell; None if it does not parse."""
+    try:
+        return _names(ast.parse(source).body)
+    except SyntaxError:
+        return None
+
+
+def _only_gained_imports(old: str, new: str, elsewhere: set[str]) -> bool:
     """``new`` is ``old`` with imports added and nothing else: the added names come from modules
     ``old`` already imported from (no new module, so no new import-time side effect), none is
-    ``*``, and no code reads or binds them, neither the cell's own nor ``others`` (the chapter's
-    other code cells): what any cell computed cannot have changed."""
+    ``*``, and no code reads or binds them, neither the cell's own nor the chapter's other code
+    (``elsewhere``: the names it uses): what any cell computed cannot have changed."""
     a, b = _split_imports(old), _split_imports(new)
     if a is None or b is None or a[1] != b[1]:
         return False
@@ -184,13 +192,7 @@ def _only_gained_imports(old: str, new: str, others: list[str]) -> bool:
     if not added or any(name == "*" or module not in modules or module is None
                         for module, name, _ in added):
         return False
-    elsewhere = set(a[2])
-    for source in others:
-        try:
-            elsewhere |= _names(ast.parse(source).body)
-        except SyntaxError:
-            return False
-    return not {_bound(t) for t in added} & elsewhere
+    return not {_bound(t) for t in added} & (elsewhere | a[2])
 
 
 def refresh_shown(nb, folder: Path, imports_changed: bool = False) -> int:
@@ -250,16 +252,19 @@ def build_notebook(md: Path, execute: bool = True) -> Path:
             nb.metadata["language_info"] = old.metadata["language_info"]
         old_code = [c for c in old.cells if c.cell_type == "code"]
         by_source = {c.source: c for c in old_code}
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        # the names each cell uses (show cells are re-rendered: theirs do not count)
+        used = {id(c): _cell_names(c.source) for c in code if not _only_shows(c.source)}
         imports_changed = False
-        for cell in nb.cells:
-            if cell.cell_type != "code":
-                continue
-            # the same cell, or one that only gained imports (refresh_shown runs them)
-            others = [c.source for c in nb.cells if c.cell_type == "code"
-                      and c is not cell and not _only_shows(c.source)]
-            gained = [c for c in old_code if _only_gained_imports(c.source, cell.source, others)]
-            same = by_source.get(cell.source) or (gained[0] if len(gained) == 1 else None)
-            imports_changed |= same is not None and cell.source not in by_source
+        for cell in code:
+            same = by_source.get(cell.source)
+            others = [n for key, n in used.items() if key != id(cell)]
+            if same is None and None not in others:   # one that only gained imports?
+                elsewhere = set().union(*others)
+                gained = [c for c in old_code
+                          if _only_gained_imports(c.source, cell.source, elsewhere)]
+                same = gained[0] if len(gained) == 1 else None
+                imports_changed |= same is not None     # refresh_shown runs them
             if same is not None:
                 cell.outputs = same.outputs
                 cell.execution_count = same.execution_count

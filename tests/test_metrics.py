@@ -76,12 +76,13 @@ def test_evaluate_returns_outputs_for_every_sentence():
     assert len(beam["hyps"]) == 10
 
 
-def untrained(n_test: int, max_len: int):
-    """A tiny corpus and an untrained model on it, which never says <eos>: each output runs to its limit."""
+def untrained(n_test: int, max_len: int, tie_output: bool = True):
+    """A tiny corpus and an untrained model on it. Tied, it never says <eos> (it repeats its last
+    token): each output runs to its limit. Untied, its outputs vary, and beam search and greedy differ."""
     c = make_corpus(n_train=300, n_valid=5, n_test=n_test, n_longer=1, n_deeper=1, seed=0)
     torch.manual_seed(0)
     m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
-                                      d_ff=32, dropout=0.0, max_len=max_len))
+                                      d_ff=32, dropout=0.0, max_len=max_len, tie_output=tie_output))
     return c, m
 
 
@@ -116,10 +117,7 @@ def test_translate_pairs_with_a_beam_is_beam_search_sentence_by_sentence():
     unlike greedy decoding on this model."""
     from tf_tutorial.corpus.data import pad
     from tf_tutorial.decode import beam_search
-    c, _ = untrained(n_test=8, max_len=60)
-    torch.manual_seed(1)       # untied: an untrained tied model only repeats its last token
-    m = Transformer(TransformerConfig(len(c.src_vocab), len(c.tgt_vocab), d_model=16, n_heads=2, n_layers=1,
-                                      d_ff=32, dropout=0.0, max_len=60, tie_output=False))
+    c, m = untrained(n_test=8, max_len=60, tie_output=False)
     beam = translate_pairs(m, c.test, c.src_vocab, c.tgt_vocab, beam_size=3)
     for (en, zh), got in zip(c.test, beam):
         src = pad([c.src_vocab.encode(en, eos=True)], c.src_vocab.pad_id)
