@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from tf_tutorial.book.records import load_benchmarks, load_record
+from tf_tutorial.book.records import benchmark_record, load_benchmarks, load_record
 from tf_tutorial.timing.clock import saved_activation_bytes
 from tf_tutorial.timing.compare import (PackedQKVAttention, to_markdown, TorchCoreTransformer, compare_training_step,
                                         pack_self_attention, ratio_table, run_all, write_record, zh)
@@ -103,6 +103,9 @@ def test_a_full_result_round_trips_through_load_record(quick, tmp_path):
     on_gpu = {**full, "machine": {**full["machine"], "device": "cuda"}}
     (tmp_path / "gpu.json").write_text(json.dumps({"run": {}, "benchmarks": on_gpu}))
     assert list(load_benchmarks(tmp_path)) == [path.name, "gpu.json"]
+    assert benchmark_record("cpu", tmp_path) == load_record(path.name, tmp_path)
+    assert benchmark_record("cuda", tmp_path) == json.loads(json.dumps(on_gpu))
+    assert benchmark_record("mps", tmp_path) is None
     # a second record for one device would be silently ignored (the pages take the first)
     (tmp_path / "bench-another-cpu.json").write_text(json.dumps(full))
     with pytest.raises(ValueError, match=r"holds 2 benchmark records for device 'cpu' "

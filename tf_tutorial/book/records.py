@@ -135,6 +135,15 @@ def load_benchmarks(folder=None) -> dict[str, dict]:
     return found
 
 
+def benchmark_record(device: str, folder=None) -> dict | None:
+    """提交的、在某一种设备上测的那份基准记录（``cpu`` 或 ``cuda``）；没有时为 None。
+
+    The one record of :func:`load_benchmarks` taken on ``device`` (there is at most one).
+    """
+    return next((r for r in load_benchmarks(folder).values()
+                 if r["machine"]["device"] == device), None)
+
+
 def progress_within(during: list[dict], seconds: float | None = None,
                     target: float = GPU_TARGET) -> dict | None:
     """训练中逐次评分的记录（``test_during_training``）到第 ``seconds`` 秒为止：最好的一次，第一次达到 ``target`` 的一次。
